@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    # Connection options shared by every module of the collection.
+    DOCUMENTATION = r'''
+options:
+  api_url:
+    description:
+      - Base URL of the WP Cloud partner API, without the C(/api/v1.0) prefix, which the collection adds.
+      - Falls back to the E(WPCLOUD_API_URL) environment variable of the controller.
+    type: str
+    default: https://atomic-api.wordpress.com
+  api_key:
+    description:
+      - The partner API key, sent in the C(Auth) header. Never logged or returned.
+      - Falls back to the E(WPCLOUD_API_KEY) environment variable, which is how an AWX / Automation
+        Controller credential type injects it.
+    type: str
+    required: true
+  validate_certs:
+    description:
+      - Verify the API's TLS certificate. Only turn this off against a test system.
+      - Falls back to E(WPCLOUD_VALIDATE_CERTS).
+    type: bool
+    default: true
+  ca_path:
+    description:
+      - PEM file of the certificate authorities to trust for the API, instead of the system store.
+      - Falls back to E(WPCLOUD_CA_PATH).
+    type: path
+  timeout:
+    description:
+      - Seconds to wait for a connection and for each response.
+    type: int
+    default: 30
+  retries:
+    description:
+      - How many more times a request may be sent when that is safe. V(0) turns retries off.
+      - Reads are retried on connection errors, timeouts and HTTP 429, 502, 503 and 504, honouring C(Retry-After).
+      - Writes are retried only when they provably did not take effect (connection refused, HTTP 429);
+        a write whose effect is unknown is never repeated and fails with a message saying so.
+    type: int
+    default: 5
+  retry_timeout:
+    description:
+      - Upper bound, in seconds, on the time spent retrying one request (jittered, capped exponential backoff).
+    type: int
+    default: 120
+requirements:
+  - requests (Python library, on the controller)
+notes:
+  - The API key can also come from C(module_defaults) with the action group, for example
+    C(module_defaults: {group/wpcloud.hosting.all: {api_url: ..., api_key: ...}}).
+seealso:
+  - name: WP Cloud API access
+    description: How partner API keys are created and restricted.
+    link: https://wp.cloud/docs/
+'''
+
+    # Options of the modules that can wait for a response ticket.
+    WAIT = r'''
+options:
+  wait:
+    description:
+      - Wait for the response ticket to report C(success) or C(failure) before returning.
+      - With V(false) the module returns the ticket ID at once; wait later with M(wpcloud.hosting.response_ticket_wait).
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait in all. Past the deadline the task fails and reports the last state it saw.
+    type: int
+    default: 1800
+  poll_interval:
+    description:
+      - Seconds between two polls of the ticket. Never below V(1), the interval the service asks for.
+    type: float
+    default: 1.0
+'''

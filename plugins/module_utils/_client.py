@@ -1,0 +1,366 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The one HTTP client of the collection for the WP Cloud partner API.
+
+Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+
+What it owns: the operation table (method and path of every call, and whether it writes), the
+``{message, data}`` envelope, one error type, and the retry rules:
+
+* reads retry on connection errors, read timeouts, 429 (honouring Retry-After), 502, 503, 504;
+* writes are repeated only when they provably did not take effect: the connection was refused or
+  timed out before anything was sent, or the service answered 429;
+* a write whose effect is unknown (read timeout, reset after sending, 500/502/503/504) is never
+  repeated: the error says so and the modules, which read state first, converge on a re-run.
+
+Credentials never travel in a URL: operations that carry parameters use form bodies.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import time
+from urllib.parse import quote
+
+try:
+    import requests
+    from requests.adapters import HTTPAdapter
+    HAS_REQUESTS = True
+    REQUESTS_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - reported by the modules
+    requests = None
+    HTTPAdapter = object
+    HAS_REQUESTS = False
+    REQUESTS_IMPORT_ERROR = exc
+
+COLLECTION_VERSION = "0.1.0"
+API_PREFIX = "/api/v1.0/"
+DEFAULT_API_URL = "https://atomic-api.wordpress.com"
+
+READ = "read"
+WRITE = "write"
+
+# One table for every call. The migration operations are documented as GET "still being tested";
+# create and update carry credentials, so they go as POST form bodies (a public SDK used POST against
+# the live service). Change a method here if the service insists.
+OPERATIONS = {
+    "client_meta.add": ("POST", "client-meta/{client}/{key}/add", WRITE),
+    "client_meta.update": ("POST", "client-meta/{client}/{key}/update", WRITE),
+    "client_meta.get": ("GET", "client-meta/{client}/{key}/get", READ),
+    "client_meta.remove": ("GET", "client-meta/{client}/{key}/remove", WRITE),
+    "site.get": ("GET", "get-site/{site}", READ),
+    "site_meta.get": ("GET", "site-meta/{site}/{key}/get", READ),
+    "site.allow_migration": ("POST", "site-allow-ssh-migration/{site}", WRITE),
+    "ticket.summary": ("POST", "response-ticket/get/summary", READ),
+    "ticket.full": ("POST", "response-ticket/get/full", READ),
+    "migration.create": ("POST", "migration/create/{site}", WRITE),
+    "migration.get": ("GET", "migration/get/{migration_id}", READ),
+    "migration.update": ("POST", "migration/update/{migration_id}", WRITE),
+    "migration.preflight": ("GET", "migration/preflight/{migration_id}", WRITE),
+    "migration.ready": ("GET", "migration/ready/{migration_id}", WRITE),
+}
+
+RETRY_STATUS_READ = frozenset((429, 502, 503, 504))
+RETRY_STATUS_WRITE = frozenset((429,))
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 10.0
+
+
+class WPCloudAPIError(Exception):
+    """Any failed call. Carries what a user needs and never a secret.
+
+    ``effect`` is ``none`` when the service provably did not apply the call, ``unknown`` when it may
+    have (a write must not be repeated blindly), ``rejected`` when the service answered with an error.
+    """
+
+    def __init__(self, message, status=None, operation=None, api_message=None, data=None,
+                 retry_safe=False, effect="rejected", attempts=1):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.operation = operation
+        self.api_message = api_message
+        self.data = data
+        self.retry_safe = retry_safe
+        self.effect = effect
+        self.attempts = attempts
+
+    def to_dict(self):
+        return {
+            "status": self.status,
+            "operation": self.operation,
+            "message": self.api_message,
+            "retry_safe": self.retry_safe,
+            "effect": self.effect,
+            "attempts": self.attempts,
+        }
+
+
+class ApiResponse(object):
+    __slots__ = ("status", "message", "data")
+
+    def __init__(self, status, message, data):
+        self.status = status
+        self.message = message
+        self.data = data
+
+    @property
+    def pending(self):
+        """A 202 from the ticket endpoints: no response yet."""
+        return self.status == 202
+
+
+def php_form(data, prefix=None):
+    """Flatten a dict into form pairs with PHP array notation (``a[b]=1``, ``c[]=2``)."""
+    pairs = []
+    items = data.items() if isinstance(data, dict) else enumerate(data)
+    for key, value in items:
+        if prefix is None:
+            name = str(key)
+        elif isinstance(data, dict):
+            name = "%s[%s]" % (prefix, key)
+        else:
+            name = "%s[]" % prefix
+        if value is None:
+            continue
+        if isinstance(value, (dict, list, tuple)):
+            pairs.extend(php_form(value, name))
+        elif isinstance(value, bool):
+            pairs.append((name, "true" if value else "false"))
+        else:
+            pairs.append((name, str(value)))
+    return pairs
+
+
+def parse_envelope(status, body):
+    """Return (message, data) from a response body; tolerate non-JSON and any ``data`` shape."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    if not text.strip():
+        return "", None
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        # Error pages from proxies and the like: keep a short, single-line excerpt.
+        excerpt = " ".join(text.split())[:200]
+        return excerpt, None
+    if isinstance(payload, dict) and ("message" in payload or "data" in payload):
+        message = payload.get("message")
+        if message is None and "error" in payload:
+            message = payload.get("error")
+        return ("" if message is None else str(message)), payload.get("data")
+    return "", payload
+
+
+def _chain(exc):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        reason = getattr(exc, "reason", None)
+        if isinstance(reason, BaseException):
+            yield reason
+        for arg in getattr(exc, "args", ()):
+            if isinstance(arg, BaseException):
+                yield arg
+                reason = getattr(arg, "reason", None)
+                if isinstance(reason, BaseException):
+                    yield reason
+        exc = exc.__cause__ or exc.__context__
+
+
+def _not_sent(exc):
+    """True when a connection error provably happened before the request left this host."""
+    if requests is not None and isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    for item in _chain(exc):
+        name = type(item).__name__
+        if name in ("NewConnectionError", "ConnectTimeoutError", "NameResolutionError"):
+            return True
+        if isinstance(item, (ConnectionRefusedError, socket.gaierror)):
+            return True
+    return False
+
+
+def _retry_after(headers):
+    value = (headers or {}).get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+        when = parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+class WPCloudClient(object):
+    """Calls the partner API. One instance per task; reads share a keep-alive session."""
+
+    def __init__(self, api_url=DEFAULT_API_URL, api_key=None, validate_certs=True, ca_path=None,
+                 timeout=30, retries=5, retry_timeout=120, user_agent=None, on_retry=None,
+                 sleep=time.sleep):
+        if not HAS_REQUESTS:
+            raise WPCloudAPIError("The Python library 'requests' is required on the controller "
+                                  "(pip install requests).")
+        if not api_key:
+            raise WPCloudAPIError("api_key is required: set the api_key option or WPCLOUD_API_KEY.")
+        self.base = api_url.rstrip("/") + API_PREFIX
+        self._api_key = api_key
+        self._secrets = set([api_key])
+        self.verify = ca_path if (ca_path and validate_certs) else bool(validate_certs)
+        self.timeout = timeout
+        self.retries = max(0, int(retries))
+        self.retry_timeout = retry_timeout
+        self.user_agent = user_agent or "wpcloud.hosting/%s" % COLLECTION_VERSION
+        self.on_retry = on_retry
+        self.sleep = sleep
+        self.calls = []  # (operation, status) of every attempt, for results and tests
+        self._session = None
+
+    # -- secrets -----------------------------------------------------------------------------
+    def add_secret(self, value):
+        """Register a value that must never appear in an error text."""
+        if value:
+            self._secrets.add(str(value))
+
+    def redact(self, text):
+        if not text:
+            return text
+        text = str(text)
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if secret and secret in text:
+                text = text.replace(secret, "********")
+            quoted = quote(secret, safe="") if secret else ""
+            if quoted and quoted in text:
+                text = text.replace(quoted, "********")
+        return text
+
+    # -- transport ---------------------------------------------------------------------------
+    def _new_session(self):
+        session = requests.Session()
+        adapter = HTTPAdapter(max_retries=0, pool_connections=4, pool_maxsize=32)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        session.headers.update({
+            "Auth": self._api_key,
+            "User-Agent": self.user_agent,
+            "Accept": "application/json",
+        })
+        session.verify = self.verify
+        session.trust_env = True  # https_proxy / no_proxy from the environment
+        return session
+
+    def _read_session(self):
+        if self._session is None:
+            self._session = self._new_session()
+        return self._session
+
+    def close(self):
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def url_for(self, operation, **path_args):
+        method, template, kind = OPERATIONS[operation]
+        quoted = dict((k, quote(str(v), safe="")) for k, v in path_args.items())
+        return method, self.base + template.format(**quoted), kind
+
+    def call(self, operation, params=None, accept_status=(), **path_args):
+        """Make one API call with the retry rules above and return an ApiResponse.
+
+        ``params`` go in the form body (POST) or, for GET operations, in the query string; GET
+        operations never carry secrets. ``accept_status`` lists error statuses to return instead
+        of raising (for example 404 when reading something that may not exist).
+        """
+        method, url, kind = self.url_for(operation, **path_args)
+        retry_status = RETRY_STATUS_WRITE if kind == WRITE else RETRY_STATUS_READ
+        form = php_form(params or {})
+        deadline = time.monotonic() + self.retry_timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            delay = None
+            # Writes go on a fresh connection: a stale keep-alive connection that fails while
+            # sending would leave the effect of the write unknown.
+            session = self._new_session() if kind == WRITE else self._read_session()
+            try:
+                if method == "GET":
+                    resp = session.request(method, url, params=form or None, timeout=self.timeout,
+                                           allow_redirects=False)
+                else:
+                    resp = session.request(method, url, data=form, timeout=self.timeout,
+                                           allow_redirects=False)
+            except requests.exceptions.SSLError as exc:
+                self.calls.append((operation, "tls-error"))
+                raise WPCloudAPIError(
+                    "TLS error talking to %s: %s. Check validate_certs and ca_path." % (
+                        self.base, self.redact(exc.__class__.__name__)),
+                    operation=operation, effect="none", attempts=attempt)
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+                not_sent = _not_sent(exc)
+                self.calls.append((operation, "not-sent" if not_sent else "no-answer"))
+                if not_sent or kind == READ:
+                    error = WPCloudAPIError(
+                        "Could not reach the API for %s (%s)." % (operation, self._describe(exc)),
+                        operation=operation, retry_safe=True,
+                        effect="none" if not_sent else "unknown", attempts=attempt)
+                else:
+                    raise WPCloudAPIError(
+                        "The connection failed after %s was sent (%s); the service may or may not "
+                        "have applied it, so it was not repeated. Run the task again: it reads the "
+                        "current state first." % (operation, self._describe(exc)),
+                        operation=operation, retry_safe=False, effect="unknown", attempts=attempt)
+            else:
+                self.calls.append((operation, resp.status_code))
+                message, data = parse_envelope(resp.status_code, resp.content)
+                if resp.status_code < 300 or resp.status_code in accept_status:
+                    return ApiResponse(resp.status_code, message, data)
+                error = self._status_error(operation, kind, resp.status_code, message, data, attempt)
+                if resp.status_code not in retry_status:
+                    raise error
+                delay = _retry_after(resp.headers) if resp.status_code == 429 else None
+            finally:
+                if kind == WRITE:
+                    session.close()
+            if attempt > self.retries:
+                raise error
+            if delay is None:
+                delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * random.uniform(0.5, 1.0)
+            if time.monotonic() + delay > deadline:
+                raise error
+            if self.on_retry is not None:
+                self.on_retry("%s: %s; retrying in %.1fs (attempt %d of %d)" % (
+                    operation, error.message, delay, attempt + 1, self.retries + 1))
+            self.sleep(delay)
+
+    def _describe(self, exc):
+        for item in _chain(exc):
+            if isinstance(item, (ConnectionRefusedError, ConnectionResetError, socket.timeout)):
+                return self.redact(item.__class__.__name__)
+        return self.redact(exc.__class__.__name__)
+
+    def _status_error(self, operation, kind, status, message, data, attempt):
+        api_message = self.redact(message) or None
+        if status in (401, 403):
+            text = ("The API refused the key (HTTP %d%s). Check api_key, the key's IP allow list and "
+                    "endpoint access in the partner portal." % (status, ": " + api_message if api_message else ""))
+        elif kind == WRITE and status >= 500:
+            text = ("HTTP %d from %s%s. The service may or may not have applied it, so it was not "
+                    "repeated. Run the task again: it reads the current state first." % (
+                        status, operation, ": " + api_message if api_message else ""))
+        else:
+            text = "HTTP %d from %s%s" % (status, operation, ": " + api_message if api_message else "")
+        effect = "none" if status in (400, 401, 403, 404, 409, 429) else (
+            "unknown" if kind == WRITE and status >= 500 else "rejected")
+        retry_safe = status == 429 or (kind == READ and status in RETRY_STATUS_READ)
+        return WPCloudAPIError(text, status=status, operation=operation, api_message=api_message,
+                               data=data, retry_safe=retry_safe, effect=effect, attempts=attempt)

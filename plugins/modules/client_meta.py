@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: client_meta
+short_description: Manage one metadata key of a WP Cloud client account
+version_added: 0.1.0
+description:
+  - Adds, replaces or removes one metadata key of a partner's client account, for example the
+    webhook receiver C(webhook_url) and the webhook signing key C(webhook_hmac_key).
+  - Reads the key first and chooses add or update; copes with an add on an existing key and an
+    update on a missing key by switching to the other operation.
+  - Write-only keys (C(webhook_hmac_key)) are never returned by the service, so they cannot be
+    compared. O(update_secret) decides whether they are sent on every run or only when not set, and
+    RV(changed) says whether they were sent.
+author:
+  - wpcloud.hosting developers
+options:
+  client:
+    description:
+      - The client identifier of the partner account (lowercase).
+    type: str
+    required: true
+  key:
+    description:
+      - The metadata key, for example V(webhook_url) or V(webhook_hmac_key). Other keys are allowed.
+    type: str
+    required: true
+  value:
+    description:
+      - The value of a readable key. Required with O(state=present) unless O(secret_value) is given.
+      - For V(webhook_url) it must be an absolute C(https://) URL with a host; the account holds one URL,
+        and a new one replaces the old.
+    type: str
+  secret_value:
+    description:
+      - The value of a secret key such as V(webhook_hmac_key). Never logged, returned or shown in a diff.
+      - For V(webhook_hmac_key) it must be a strong random value of at least 32 characters, for example
+        from C(openssl rand -hex 32).
+    type: str
+  update_secret:
+    description:
+      - For write-only keys, V(always) sends the secret on every run (the task then always reports a change),
+        V(on_create) sends it only when the key is not set yet.
+    type: str
+    choices: [always, on_create]
+    default: always
+  state:
+    description:
+      - V(present) makes the key hold the value, V(absent) removes it (removing C(webhook_url) stops deliveries).
+    type: str
+    choices: [present, absent]
+    default: present
+extends_documentation_fragment:
+  - wpcloud.hosting.api
+  - wpcloud.hosting.attributes
+attributes:
+  check_mode:
+    description: Predicts RV(changed) without writing.
+    support: full
+  diff_mode:
+    description: Shows the value before and after for readable keys; a secret shows only as set or absent.
+    support: full
+  idempotent:
+    description: Readable keys are idempotent; write-only keys are when O(update_secret=on_create).
+    support: partial
+'''
+
+EXAMPLES = r'''
+- name: Point webhooks at our receiver
+  wpcloud.hosting.client_meta:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    client: "{{ wpcloud_client }}"
+    key: webhook_url
+    value: https://hooks.example.com/wpcloud
+
+- name: Set the webhook signing key once (vaulted variable)
+  wpcloud.hosting.client_meta:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    client: "{{ wpcloud_client }}"
+    key: webhook_hmac_key
+    secret_value: "{{ vault_webhook_hmac_key }}"
+    update_secret: on_create
+
+- name: Stop webhooks
+  wpcloud.hosting.client_meta:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    client: "{{ wpcloud_client }}"
+    key: webhook_url
+    state: absent
+'''
+
+RETURN = r'''
+client:
+  description: The client identifier.
+  returned: always
+  type: str
+  sample: demo
+key:
+  description: The metadata key.
+  returned: always
+  type: str
+  sample: webhook_url
+state:
+  description: The requested state.
+  returned: always
+  type: str
+  sample: present
+operation:
+  description: The write the module made (or would make in check mode).
+  returned: always
+  type: str
+  choices: [none, add, update, remove]
+  sample: add
+value:
+  description: The value of a readable key after the task; null when absent.
+  returned: when the key is not secret
+  type: str
+  sample: https://hooks.example.com/wpcloud
+secret_set:
+  description: Whether the secret key is set after the task. The secret itself is never returned.
+  returned: when the key is secret
+  type: bool
+  sample: true
+failure:
+  description: Machine-readable detail of an API error.
+  returned: on API failure
+  type: dict
+  sample: {"status": 403, "operation": "client_meta.get", "message": "Forbidden", "retry_safe": false, "effect": "none", "attempts": 1}
+'''
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client_meta import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    REQUIRED_IF,
+    run as run_logic,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+
+MODULE_SPEC = dict(
+    argument_spec=api_spec_with(ARGUMENT_SPEC),
+    mutually_exclusive=MUTUALLY_EXCLUSIVE,
+    required_if=REQUIRED_IF,
+)
+
+
+def main():
+    run_module(MODULE_SPEC, run_logic)
+
+
+if __name__ == "__main__":
+    main()
