@@ -1,0 +1,354 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Migrations: the migration and migration_info module logic, and the record helpers shared with
+migration_preflight and migration_ready.
+
+Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+try:
+    from cryptography.hazmat.primitives import serialization
+    HAS_CRYPTOGRAPHY = True
+except ImportError:  # pragma: no cover - reported when ssh_id is used
+    serialization = None
+    HAS_CRYPTOGRAPHY = False
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
+    ModuleFailure,
+    api_failure,
+    as_int_or_str,
+    validate_host,
+    validate_site,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._site import read_allow_site_migration
+
+# Module option -> the service's parameter name. The one place where the names are mapped.
+FIELD_NAMES = {
+    "remote_host": "remote-host",
+    "remote_user": "remote-user",
+    "remote_port": "remote-port",
+    "remote_pass": "remote-pass",
+    "remote_docroot": "remote-docroot",
+    "remote_domain": "remote-domain",
+    "ssh_id": "ssh-id",
+    "ssh_id_pass": "ssh-id-pass",
+}
+PLAIN_FIELDS = ("remote_host", "remote_user", "remote_port", "remote_docroot", "remote_domain")
+SECRET_FIELDS = ("remote_pass", "ssh_id", "ssh_id_pass")
+SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
+REDACTED = "[redacted]"
+
+RUNNING_STATES = frozenset(["migration-running"])
+TERMINAL_RUN_STATES = frozenset(["migration-succeeded", "migration-failed"])
+PREFLIGHT_OK = "preflight-succeeded"
+
+_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
+
+ARGUMENT_SPEC = dict(
+    site=dict(type="str"),
+    migration_id=dict(type="int"),
+    remote_host=dict(type="str"),
+    remote_user=dict(type="str"),
+    remote_port=dict(type="int", default=22),
+    remote_pass=dict(type="str", no_log=True),
+    remote_docroot=dict(type="str"),
+    remote_domain=dict(type="str"),
+    ssh_id=dict(type="str", no_log=True),
+    ssh_id_pass=dict(type="str", no_log=True),
+    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
+)
+MUTUALLY_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]
+REQUIRED_BY = {"ssh_id_pass": ("ssh_id",)}
+REQUIRED_ONE_OF = [("site", "migration_id")]
+
+INFO_ARGUMENT_SPEC = dict(
+    site=dict(type="str"),
+    migration_id=dict(type="int"),
+)
+INFO_REQUIRED_ONE_OF = [("site", "migration_id")]
+
+
+# -- SSH keys ------------------------------------------------------------------------------------------
+
+def _load_private_key(text, password):
+    data = text.encode("utf-8")
+    if b"BEGIN OPENSSH PRIVATE KEY" in data:
+        return serialization.load_ssh_private_key(data, password=password)
+    return serialization.load_pem_private_key(data, password=password)
+
+
+def inspect_ssh_id(ssh_id, ssh_id_pass):
+    """Check the key locally before anything is sent; return its public key's SHA256 fingerprint.
+
+    Error texts never contain the key or the passphrase.
+    """
+    if not HAS_CRYPTOGRAPHY:
+        raise ModuleFailure("ssh_id needs the Python library 'cryptography' on the controller to check the key "
+                            "(pip install cryptography).")
+    if not ssh_id.strip():
+        raise ModuleFailure("ssh_id is empty: pass the text of an SSH private key (OpenSSH or PEM format).")
+    password = ssh_id_pass.encode("utf-8") if ssh_id_pass is not None else None
+    try:
+        key = _load_private_key(ssh_id, password)
+    except TypeError as exc:
+        if password is None:
+            raise ModuleFailure("ssh_id is an encrypted private key: pass its passphrase in ssh_id_pass.")
+        if "not encrypted" in str(exc):
+            raise ModuleFailure("ssh_id_pass was given but ssh_id is not encrypted: remove ssh_id_pass "
+                                "(the service must only get a passphrase for a protected key).")
+        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format).")
+    except ValueError as exc:
+        if password is not None and ("password" in str(exc).lower() or "decrypt" in str(exc).lower()
+                                     or "passphrase" in str(exc).lower() or "bad decrypt" in str(exc).lower()):
+            raise ModuleFailure("ssh_id_pass does not open ssh_id: the passphrase is wrong.")
+        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format). "
+                            "Pass the key's text, for example with lookup('file', 'id_ed25519').")
+    except Exception:  # pylint: disable=broad-exception-caught
+        # cryptography raises a few other types for malformed input; never echo it.
+        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format).")
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    blob = base64.b64decode(public.split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
+
+
+def auth_method(remote_pass=None, ssh_id=None, ssh_id_pass=None):
+    if remote_pass is not None:
+        return "password"
+    if ssh_id is not None:
+        return "key-passphrase" if ssh_id_pass is not None else "key"
+    return "generated"
+
+
+# -- records -------------------------------------------------------------------------------------------
+
+def redact_record(record):
+    """A migration record safe to return: credential fields always read [redacted]."""
+    if not isinstance(record, dict):
+        return record
+    safe = {}
+    for name, value in record.items():
+        if name in SECRET_PARAMS or name == "generated-ssh-id":
+            safe[name] = REDACTED
+        elif isinstance(value, dict):
+            safe[name] = redact_record(value)
+        else:
+            safe[name] = value
+    return safe
+
+
+def record_args(record):
+    args = record.get("args") if isinstance(record, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
+def record_state(record):
+    state = record.get("state") if isinstance(record, dict) else None
+    return str(state) if state is not None else None
+
+
+def get_migration(client, migration_id, missing_ok=False):
+    try:
+        resp = client.call("migration.get", accept_status=(404,), migration_id=migration_id)
+    except WPCloudAPIError as exc:
+        raise api_failure(exc, "Reading migration %s" % migration_id)
+    if resp.status == 404:
+        if missing_ok:
+            return None
+        raise ModuleFailure("migration_id %s was not found (HTTP 404): check the ID recorded for this site."
+                            % migration_id, failure={"status": 404, "operation": "migration.get"})
+    return resp.data if isinstance(resp.data, dict) else {}
+
+
+def migration_id_of(record, fallback=None):
+    value = None
+    for name in ("atomic_site_migration_id", "migration-id", "migration_id", "id"):
+        if isinstance(record, dict) and record.get(name) not in (None, ""):
+            value = record[name]
+            break
+    return as_int_or_str(value) if value is not None else fallback
+
+
+def resolve_migration(client, params):
+    """(migration_id, record) from migration_id, or from the site's allow_site_migration; (None, None)."""
+    site = validate_site(params["site"]) if params.get("site") else None
+    if params.get("migration_id") is not None:
+        if params["migration_id"] <= 0:
+            raise ModuleFailure("migration_id must be a positive integer.")
+        record = get_migration(client, params["migration_id"])
+        if site and site.isdigit():
+            owner = as_int_or_str(record.get("atomic_site_id"))
+            if owner not in (None, "") and str(owner) != site:
+                raise ModuleFailure("migration_id %s belongs to site %s, not to site %s."
+                                    % (params["migration_id"], owner, site))
+        return params["migration_id"], record
+    enabled, attached = read_allow_site_migration(client, site)
+    if attached is None:
+        return None, None
+    return attached, get_migration(client, attached)
+
+
+def public_record(record, migration_id):
+    return {
+        "migration_id": migration_id,
+        "site_id": as_int_or_str(record.get("atomic_site_id")),
+        "state": record_state(record),
+        "record": redact_record(record),
+    }
+
+
+# -- the migration module ---------------------------------------------------------------------------------
+
+def _validate(params):
+    if params.get("site") is not None:
+        validate_site(params["site"])
+    if params.get("remote_host") is not None:
+        validate_host(params["remote_host"], "remote_host")
+    if params.get("remote_user") is not None and not _USER_RE.match(params["remote_user"]):
+        raise ModuleFailure("remote_user must be an SSH user name (letters, digits, '_', '.', '@' and '-', "
+                            "at most 64 characters), got an invalid value.")
+    if not 1 <= params["remote_port"] <= 65535:
+        raise ModuleFailure("remote_port must be between 1 and 65535 (SSH usually listens on 22), got %d."
+                            % params["remote_port"])
+    docroot = params.get("remote_docroot")
+    if docroot is not None:
+        if not docroot.strip() or len(docroot) > 4096 or any(ord(c) < 32 for c in docroot):
+            raise ModuleFailure("remote_docroot must be a directory path on the source host, without control "
+                                "characters; leave it out to let the service try the common paths.")
+    domain = params.get("remote_domain")
+    if domain not in (None, ""):
+        try:
+            validate_site(domain, "remote_domain")
+        except ModuleFailure:
+            raise ModuleFailure("remote_domain must be the source's domain name like example.com, or an empty "
+                                "string to use the destination site's default domain.")
+        if domain.isdigit():
+            raise ModuleFailure("remote_domain must be a domain name, not a number.")
+    if params.get("remote_pass") is not None and params["remote_pass"] == "":
+        raise ModuleFailure("remote_pass is empty: pass the SSH password, or leave it out.")
+    if params.get("ssh_id_pass") is not None and params["ssh_id_pass"] == "":
+        raise ModuleFailure("ssh_id_pass is empty: leave it out for a key without a passphrase.")
+    if params.get("ssh_id") is not None:
+        return inspect_ssh_id(params["ssh_id"], params.get("ssh_id_pass"))
+    return None
+
+
+def _desired_plain(params):
+    wanted = {}
+    for field in PLAIN_FIELDS:
+        value = params.get(field)
+        if value is None:
+            continue
+        wanted[FIELD_NAMES[field]] = str(value)
+    return wanted
+
+
+def _secret_form(params):
+    return dict((FIELD_NAMES[f], params[f]) for f in SECRET_FIELDS if params.get(f) is not None)
+
+
+def run(params, ctx):
+    fingerprint = _validate(params)
+    client = ctx.client()
+    for field in SECRET_FIELDS:
+        client.add_secret(params.get(field))
+    migration_id, record = resolve_migration(client, params)
+    desired_auth = auth_method(params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass"))
+    creds_given = desired_auth != "generated"
+    result = dict(changed=False, operation="none", updated_fields=[])
+    if fingerprint:
+        result["ssh_id_fingerprint"] = fingerprint
+
+    if record is None:
+        for field in ("remote_host", "remote_user"):
+            if params.get(field) is None:
+                raise ModuleFailure("%s is required to create a migration for site %s." % (field, params["site"]))
+        form = _desired_plain(params)
+        form.update(_secret_form(params))
+        result.update(changed=True, operation="create", migration_id=None, site=validate_site(params["site"]))
+        if ctx.diff:
+            result["diff"] = {"before": {}, "after": dict(_desired_plain(params), auth=desired_auth)}
+        if ctx.check_mode:
+            return result
+        try:
+            resp = client.call("migration.create", params=form, site=result["site"])
+        except WPCloudAPIError as exc:
+            raise api_failure(exc, "Creating a migration for site %s" % result["site"])
+        data = resp.data if isinstance(resp.data, dict) else {}
+        migration_id = migration_id_of(data)
+        if migration_id is None:
+            raise ModuleFailure("The service created a migration but returned no migration-id; read it from the "
+                                "site's allow_site_migration with wpcloud.hosting.migration_info.",
+                                failure={"operation": "migration.create", "message": resp.message})
+        if data.get("ssh-id-pub"):
+            result["ssh_id_pub"] = data["ssh-id-pub"]
+        record = get_migration(client, migration_id, missing_ok=True) or {}
+        result.update(public_record(record, migration_id))
+        if "ssh_id_pub" not in result and record.get("ssh-id-pub"):
+            result["ssh_id_pub"] = record["ssh-id-pub"]
+        return result
+
+    # Existing migration: compare what can be read, send only differences.
+    current = record_args(record)
+    wanted = _desired_plain(params)
+    if params.get("remote_port") == 22 and "remote-port" not in current:
+        wanted.pop("remote-port", None)  # the service's default; nothing to change
+    changes = dict((k, v) for k, v in wanted.items() if str(current.get(k, "")) != v or (
+        k == "remote-domain" and k not in current))
+    current_auth = record.get("auth")
+    if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
+        changes.update(_secret_form(params))
+    result.update(public_record(record, migration_id))
+    if record.get("ssh-id-pub"):
+        result["ssh_id_pub"] = record["ssh-id-pub"]
+    result["updated_fields"] = sorted(k for k in changes)
+    if ctx.diff:
+        before = dict((k, current.get(k)) for k in changes if k not in SECRET_PARAMS)
+        after = dict((k, v) for k, v in changes.items() if k not in SECRET_PARAMS)
+        if any(k in SECRET_PARAMS for k in changes):
+            before["auth"] = current_auth
+            after["auth"] = "%s (credentials replaced)" % desired_auth
+        result["diff"] = {"before": before, "after": after}
+    if not changes:
+        return result
+    if record_state(record) in RUNNING_STATES:
+        raise ModuleFailure("Migration %s is actively running, so the service refuses updates. Wait for the run "
+                            "to finish (wpcloud.hosting.response_ticket_wait or migration_ready with wait), or "
+                            "pause it, then run this task again." % migration_id,
+                            migration_id=migration_id, state=record_state(record))
+    result.update(changed=True, operation="update")
+    if ctx.check_mode:
+        return result
+    try:
+        client.call("migration.update", params=changes, migration_id=migration_id)
+    except WPCloudAPIError as exc:
+        if exc.status == 409:
+            raise ModuleFailure("The service refused to update migration %s (HTTP 409: %s). A run is probably "
+                                "active: wait for it or pause it, then run this task again; the update was not "
+                                "retried." % (migration_id, exc.api_message), failure=exc.to_dict(),
+                                migration_id=migration_id)
+        raise api_failure(exc, "Updating migration %s" % migration_id)
+    record = get_migration(client, migration_id, missing_ok=True) or record
+    result.update(public_record(record, migration_id))
+    return result
+
+
+def run_info(params, ctx):
+    client = ctx.client()
+    migration_id, record = resolve_migration(client, params)
+    if record is None:
+        return dict(changed=False, exists=False, migration_id=None)
+    result = dict(changed=False, exists=True)
+    result.update(public_record(record, migration_id))
+    if record.get("ssh-id-pub"):
+        result["ssh_id_pub"] = record["ssh-id-pub"]
+    return result

@@ -1,0 +1,96 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: migration_info
+short_description: Read a WP Cloud migration's record and state
+version_added: 0.1.0
+description:
+  - Returns a migration's record, with credentials redacted, and its state.
+  - With O(site) instead of O(migration_id), reads the migration attached to the destination site, if any.
+author:
+  - wpcloud.hosting developers
+options:
+  site:
+    description:
+      - The destination site, by numeric site ID or domain. Required unless O(migration_id) is given.
+    type: str
+  migration_id:
+    description:
+      - The migration to read.
+    type: int
+extends_documentation_fragment:
+  - wpcloud.hosting.api
+  - wpcloud.hosting.attributes
+  - wpcloud.hosting.attributes.CHECK_MODE_READ_ONLY
+'''
+
+EXAMPLES = r'''
+- name: Read the migration attached to a site
+  wpcloud.hosting.migration_info:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    site: "{{ wpcloud_example_site | default('dest2.example') }}"
+  register: info
+
+- name: Show its state
+  ansible.builtin.debug:
+    msg: "{{ info.migration_id }} is {{ info.state | default('absent') }}"
+'''
+
+RETURN = r'''
+exists:
+  description: Whether a migration was found.
+  returned: always
+  type: bool
+  sample: true
+migration_id:
+  description: The migration's ID, or null when the site has none.
+  returned: always
+  type: int
+  sample: 42
+site_id:
+  description: The destination site's ID.
+  returned: when exists
+  type: int
+  sample: 1002
+state:
+  description: The migration's state.
+  returned: when exists
+  type: str
+  sample: preflight-succeeded
+ssh_id_pub:
+  description: Public key of the identity the service generated.
+  returned: when the service generated an identity
+  type: str
+  sample: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI... wpcloud-migration-42
+record:
+  description: The record as the service returns it, every credential field redacted.
+  returned: when exists
+  type: dict
+  sample: {"atomic_site_migration_id": "42", "state": "new"}
+'''
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
+    INFO_ARGUMENT_SPEC,
+    INFO_REQUIRED_ONE_OF,
+    run_info as run_logic,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+
+MODULE_SPEC = dict(argument_spec=api_spec_with(INFO_ARGUMENT_SPEC), required_one_of=INFO_REQUIRED_ONE_OF)
+
+
+def main():
+    run_module(MODULE_SPEC, run_logic)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: migration_preflight
+short_description: Test a WP Cloud migration's connection and source before it runs
+version_added: 0.1.0
+description:
+  - Runs the service's preflight for a migration. It tests the saved SSH connection, finds the document
+    root and checks that the source has WP-CLI and rsync. Each call gets a new response ticket.
+  - With O(wait), waits for the ticket. On failure the task fails with a RV(diagnosis) whose stable code
+    says what to change (C(auth_failed), C(docroot_missing), C(wp_cli_missing), C(rsync_missing) or
+    C(unknown)), the ticket's messages and a hint.
+  - Run it again after every update of the migration.
+author:
+  - wpcloud.hosting developers
+options:
+  migration_id:
+    description:
+      - The migration to test.
+    type: int
+    required: true
+  messages:
+    description:
+      - When to fetch the ticket's messages (the full form of the ticket).
+    type: str
+    choices: [on_failure, always, never]
+    default: on_failure
+extends_documentation_fragment:
+  - wpcloud.hosting.api
+  - wpcloud.hosting.api.WAIT
+  - wpcloud.hosting.attributes
+attributes:
+  check_mode:
+    description: In check mode no preflight is started; the task reports that one would be.
+    support: full
+  diff_mode:
+    description: A preflight changes no configuration.
+    support: none
+  idempotent:
+    description: Every run starts a new preflight, by design.
+    support: none
+seealso:
+  - module: wpcloud.hosting.migration_ready
+  - module: wpcloud.hosting.response_ticket_wait
+'''
+
+EXAMPLES = r'''
+- name: Run preflight and stop with the diagnosis on failure
+  wpcloud.hosting.migration_preflight:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_id: "{{ wpcloud_example_migration_id | default(42) }}"
+    wait_timeout: 600
+  register: preflight
+  ignore_errors: true
+
+- name: Say what to fix
+  ansible.builtin.debug:
+    msg: "{{ preflight.diagnosis.code }}: {{ preflight.diagnosis.hint }}"
+  when: preflight is failed and preflight.diagnosis is defined
+'''
+
+RETURN = r'''
+migration_id:
+  description: The migration tested.
+  returned: always
+  type: int
+  sample: 42
+ticket_id:
+  description: The new response ticket.
+  returned: success
+  type: str
+  sample: 697101d62363a84200817088867.243054b9b46e78e7.1
+ticket:
+  description: What the wait saw of the ticket.
+  returned: when wait is true
+  type: dict
+  contains:
+    ticket_id:
+      description: The ticket.
+      type: str
+      sample: 697101d62363a84200817088867.243054b9b46e78e7.1
+    state:
+      description: V(success), V(failure), V(running), V(pending) (no response yet) or V(error).
+      type: str
+      sample: success
+    response_count:
+      description: Responses attached to the ticket.
+      type: int
+      sample: 4
+    elapsed:
+      description: Seconds from the start of the wait to the completion seen.
+      type: float
+      sample: 2.03
+    polls:
+      description: Summary requests made.
+      type: int
+      sample: 3
+    messages:
+      description: The ticket's messages, when fetched.
+      type: list
+      elements: str
+      sample: ["Connecting to www@source.example.net:22", "Preflight succeeded"]
+diagnosis:
+  description: Why the preflight failed and what to change.
+  returned: when the preflight failed
+  type: dict
+  contains:
+    code:
+      description: V(auth_failed), V(docroot_missing), V(wp_cli_missing), V(rsync_missing) or V(unknown).
+      type: str
+      sample: auth_failed
+    hint:
+      description: What to change.
+      type: str
+      sample: Add the returned ssh_id_pub to ~/.ssh/authorized_keys of remote_user on remote_host.
+    matched:
+      description: The part of a message that gave the code.
+      type: str
+      sample: Permission denied
+    messages:
+      description: The ticket's messages.
+      type: list
+      elements: str
+      sample: ["Permission denied (publickey,password)."]
+'''
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
+    PREFLIGHT_ARGUMENT_SPEC,
+    run_preflight as run_logic,
+)
+
+MODULE_SPEC = dict(argument_spec=api_spec_with(PREFLIGHT_ARGUMENT_SPEC))
+
+
+def main():
+    run_module(MODULE_SPEC, run_logic)
+
+
+if __name__ == "__main__":
+    main()

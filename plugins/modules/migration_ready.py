@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: migration_ready
+short_description: Start a WP Cloud migration run
+version_added: 0.1.0
+description:
+  - Marks a migration ready, which starts it, and returns the run's response ticket. With O(wait), waits
+    for the run to succeed or fail.
+  - B(Each run overwrites the destination site's files and database) with a full copy of the source; runs
+    are not incremental. Check mode never starts a run.
+  - Partner rule; the run starts only when the migration's latest preflight succeeded and nothing was
+    updated since (state C(preflight-succeeded)). Otherwise the task fails and says to run preflight.
+    O(require_preflight=false) skips the rule, for experts.
+  - When a run is already active, no second run is started; the task reports RV(already_running).
+  - After a success or a failure, update, preflight and ready again to refresh the destination.
+author:
+  - wpcloud.hosting developers
+options:
+  migration_id:
+    description:
+      - The migration to start.
+    type: int
+    required: true
+  require_preflight:
+    description:
+      - Refuse to start unless the latest preflight succeeded after the last change. Turn off only if you
+        know the service accepts the run and the source is ready.
+    type: bool
+    default: true
+  messages:
+    description:
+      - When to fetch the ticket's messages.
+    type: str
+    choices: [on_failure, always, never]
+    default: on_failure
+extends_documentation_fragment:
+  - wpcloud.hosting.api
+  - wpcloud.hosting.api.WAIT
+  - wpcloud.hosting.attributes
+attributes:
+  check_mode:
+    description: Checks the partner rule and predicts the start, without starting.
+    support: full
+  diff_mode:
+    description: A run changes the destination's content, not configuration.
+    support: none
+  idempotent:
+    description: Every call after a successful preflight starts a new run, by design; an active run is never doubled.
+    support: partial
+seealso:
+  - module: wpcloud.hosting.migration_preflight
+  - module: wpcloud.hosting.response_ticket_wait
+'''
+
+EXAMPLES = r'''
+- name: Start the run and wait for it
+  wpcloud.hosting.migration_ready:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_id: "{{ wpcloud_example_migration_id | default(42) }}"
+    wait_timeout: 7200
+  register: run
+  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+'''
+
+RETURN = r'''
+migration_id:
+  description: The migration.
+  returned: always
+  type: int
+  sample: 42
+state_before:
+  description: The migration's state before the call.
+  returned: success
+  type: str
+  sample: preflight-succeeded
+ticket_id:
+  description: The run's response ticket; null when no run was started.
+  returned: success
+  type: str
+  sample: 697101d62363a84200817088867.243054b9b46e78e7.2
+already_running:
+  description: True when a run was already active and none was started.
+  returned: when a run was active
+  type: bool
+  sample: true
+ticket:
+  description: What the wait saw of the ticket (see M(wpcloud.hosting.response_ticket_wait)).
+  returned: when wait is true and a run was started
+  type: dict
+  sample: {"ticket_id": "697101d6.2", "state": "success", "response_count": 6, "elapsed": 10.4, "polls": 11}
+diagnosis:
+  description: Code, hint and messages of a failed run.
+  returned: when the run failed
+  type: dict
+  sample: {"code": "unknown", "hint": "Read the ticket messages.", "messages": ["rsync error"]}
+'''
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
+    READY_ARGUMENT_SPEC,
+    run_ready as run_logic,
+)
+
+MODULE_SPEC = dict(argument_spec=api_spec_with(READY_ARGUMENT_SPEC))
+
+
+def main():
+    run_module(MODULE_SPEC, run_logic)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: response_ticket_wait
+short_description: Wait for one or many WP Cloud response tickets
+version_added: 0.1.0
+description:
+  - Polls response tickets until each reports C(success) or C(failure). A 202 from the service means no
+    response yet; the ticket is polled again after O(poll_interval).
+  - A list of tickets is polled concurrently, so waiting on 100 tickets takes about as long as the slowest.
+    Start every site's preflight or run with O(wpcloud.hosting.migration_ready#module:wait=false), then wait
+    on all tickets in one task.
+  - Returns per ticket its state, response count, elapsed time and, on failure (or on request), its
+    messages with a diagnosis.
+author:
+  - wpcloud.hosting developers
+options:
+  ticket_id:
+    description:
+      - One response ticket ID.
+    type: str
+  ticket_ids:
+    description:
+      - Several response ticket IDs, polled concurrently.
+    type: list
+    elements: str
+  messages:
+    description:
+      - When to fetch each ticket's messages.
+    type: str
+    choices: [on_failure, always, never]
+    default: on_failure
+  fail_on_failure:
+    description:
+      - Fail the task when a ticket reports C(failure). With V(false) the task succeeds and RV(failed) counts them.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - wpcloud.hosting.api
+  - wpcloud.hosting.api.WAIT
+  - wpcloud.hosting.attributes
+  - wpcloud.hosting.attributes.CHECK_MODE_READ_ONLY
+notes:
+  - With O(wait=false) each ticket is polled once and its current state returned.
+'''
+
+EXAMPLES = r'''
+- name: Wait for one ticket
+  wpcloud.hosting.response_ticket_wait:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    ticket_id: "{{ wpcloud_example_ticket_id | default('697101d62363a84200817088867.243054b9b46e78e7.1') }}"
+    wait_timeout: 600
+  register: one
+  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+
+- name: Wait for every site's ticket at once, reporting failures instead of failing
+  wpcloud.hosting.response_ticket_wait:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    ticket_ids: "{{ wpcloud_example_ticket_ids | default(['697101d62363a84200817088867.243054b9b46e78e7.1']) }}"
+    fail_on_failure: false
+  register: all_tickets
+  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+'''
+
+RETURN = r'''
+tickets:
+  description: One entry per ticket, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    ticket_id:
+      description: The ticket.
+      type: str
+      sample: 697101d62363a84200817088867.243054b9b46e78e7.1
+    state:
+      description: V(success), V(failure), V(running), V(pending) (no response yet) or V(error) (not found, unreadable).
+      type: str
+      sample: success
+    response_count:
+      description: Responses attached to the ticket.
+      type: int
+      sample: 4
+    elapsed:
+      description: Seconds from the start of the wait to the completion seen.
+      type: float
+      sample: 2.03
+    polls:
+      description: Summary requests made for this ticket.
+      type: int
+      sample: 3
+    messages:
+      description: The ticket's messages, when fetched.
+      type: list
+      elements: str
+      sample: ["Preflight succeeded"]
+    diagnosis:
+      description: Code and hint for a failed ticket (see M(wpcloud.hosting.migration_preflight)).
+      type: dict
+      sample: {"code": "rsync_missing", "hint": "Install rsync on the source host.", "matched": "rsync: command not found"}
+    error:
+      description: Why the ticket could not be read.
+      type: str
+      sample: Response ticket 'x' was not found (HTTP 404)
+ticket:
+  description: The entry of O(ticket_id), when a single ticket was given.
+  returned: when ticket_id is given
+  type: dict
+  sample: {"ticket_id": "697101d6.1", "state": "success", "response_count": 4, "elapsed": 2.0, "polls": 3}
+succeeded:
+  description: Tickets that reported success.
+  returned: always
+  type: int
+  sample: 100
+failed:
+  description: Tickets that reported failure or could not be read.
+  returned: always
+  type: int
+  sample: 0
+pending:
+  description: Tickets not finished when the wait ended.
+  returned: always
+  type: int
+  sample: 0
+timed_out:
+  description: Whether the deadline ended the wait.
+  returned: always
+  type: bool
+  sample: false
+'''
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
+    WAIT_MODULE_ARGUMENT_SPEC,
+    WAIT_MUTUALLY_EXCLUSIVE,
+    WAIT_REQUIRED_ONE_OF,
+    run_wait as run_logic,
+)
+
+MODULE_SPEC = dict(
+    argument_spec=api_spec_with(WAIT_MODULE_ARGUMENT_SPEC),
+    mutually_exclusive=WAIT_MUTUALLY_EXCLUSIVE,
+    required_one_of=WAIT_REQUIRED_ONE_OF,
+)
+
+
+def main():
+    run_module(MODULE_SPEC, run_logic)
+
+
+if __name__ == "__main__":
+    main()
