@@ -1,0 +1,597 @@
+#!/usr/bin/env python3
+"""HTTPS emulator of the hosting platform API (contract: docs/design.md, "Emulator contract").
+
+    python tests/emulator/server.py [--port 0] [--workdir DIR] [--state-file FILE] [--config FILE]
+                                    [--executor scripted|ssh] [--api-key K] [--accept-delay S]
+
+Binds 127.0.0.1 only, prints one JSON line on stdout once it accepts connections, logs to stderr
+(or --log-file). Stdlib HTTP server plus ``cryptography`` for the TLS material and the generated
+migration identities; one thread per connection (HTTP/1.1 keep-alive), TLS handshakes done in that
+thread so a slow client never stalls the accept loop.
+"""
+
+import argparse
+import collections
+import hmac
+import http
+import http.server
+import json
+import logging
+import os
+import random
+import re
+import secrets
+import signal
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import tempfile
+import threading
+import time
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from certs import make_tls_files  # noqa: E402
+from executors import load_executor  # noqa: E402
+from service import ApiError, Service  # noqa: E402
+from webhooks import WebhookSender  # noqa: E402
+
+LOG = logging.getLogger("emulator")
+API_PREFIX = "/api/v1.0/"
+DEFAULT_CONFIG = os.path.join(HERE, "seed.json")
+MAX_BODY = 1024 * 1024
+REQUEST_LOG_LIMIT = 200000
+
+BOTH = ("GET", "POST")
+# (pattern under /api/v1.0/, endpoint name, methods, writes)
+ROUTES = [(re.compile(pattern), name, methods, write) for pattern, name, methods, write in (
+    (r"client-meta/([^/]+)/([^/]+)/add", "client_meta.add", ("POST",), True),
+    (r"client-meta/([^/]+)/([^/]+)/update", "client_meta.update", ("POST",), True),
+    (r"client-meta/([^/]+)/([^/]+)/get", "client_meta.get", BOTH, False),
+    (r"client-meta/([^/]+)/([^/]+)/remove", "client_meta.remove", BOTH, True),
+    (r"get-site/([^/]+)", "site.get", ("GET",), False),
+    (r"site-meta/([^/]+)/([^/]+)/get", "site_meta.get", ("GET",), False),
+    (r"site-allow-ssh-migration/([^/]+)", "site.allow_migration", ("POST",), True),
+    (r"response-ticket/get/summary", "ticket.summary", ("POST",), False),
+    (r"response-ticket/get/full", "ticket.full", ("POST",), False),
+    (r"migration/create/([^/]+)", "migration.create", BOTH, True),
+    (r"migration/get/([^/]+)", "migration.get", BOTH, False),
+    (r"migration/update/([^/]+)", "migration.update", BOTH, True),
+    (r"migration/preflight/([^/]+)", "migration.preflight", BOTH, True),
+    (r"migration/ready/([^/]+)", "migration.ready", BOTH, True),
+)]
+ENDPOINTS = {name for _, name, _, _ in ROUTES}
+TICKET_ENDPOINTS = ("ticket.summary", "ticket.full")
+
+
+def route(path):
+    """Map a request path to (endpoint name, path arguments, methods, writes) or None."""
+    if not path.startswith(API_PREFIX):
+        return None
+    rest = path[len(API_PREFIX):].rstrip("/")
+    for pattern, name, methods, write in ROUTES:
+        match = pattern.fullmatch(rest)
+        if match:
+            return name, [unquote(group) for group in match.groups()], methods, write
+    return None
+
+
+def php_params(pairs):
+    """Form pairs to a dict, tolerating PHP array notation (``a[b]=1``, ``a[]=2``); last value wins."""
+    result = {}
+    for name, value in pairs:
+        match = re.fullmatch(r"([^\[\]]+)((?:\[[^\[\]]*\])+)", name)
+        if not match:
+            result[name] = value
+            continue
+        keys = [match.group(1)] + re.findall(r"\[([^\[\]]*)\]", match.group(2))
+        node = result
+        for i in range(len(keys) - 1):
+            if not isinstance(node.get(keys[i]), dict):
+                node[keys[i]] = {}
+            node = node[keys[i]]
+            if keys[i + 1] == "":
+                keys[i + 1] = str(len(node))
+        node[keys[-1]] = value
+    return result
+
+
+def param_names(pairs):
+    # Names only, each once, in first-seen order: the log must never hold a value.
+    return list(dict.fromkeys(name for name, _ in pairs))
+
+
+# --------------------------------------------------------------------------- fault injection
+class FaultRule:
+    FIELDS = {"endpoint", "status", "retry_after", "latency", "reset", "extra_202", "count", "probability"}
+
+    def __init__(self, spec):
+        if not isinstance(spec, dict):
+            raise ValueError("each rule must be an object")
+        unknown = set(spec) - self.FIELDS
+        if unknown:
+            raise ValueError("unknown rule fields: %s" % ", ".join(sorted(unknown)))
+        self.endpoint = spec.get("endpoint", "*")
+        if self.endpoint != "*" and self.endpoint not in ENDPOINTS:
+            raise ValueError("unknown endpoint %r" % self.endpoint)
+        self.status = self._number(spec, "status", int, 100, 599)
+        self.retry_after = self._number(spec, "retry_after", (int, float), 0, None)
+        self.latency = self._number(spec, "latency", (int, float), 0, 600) or 0
+        self.reset = spec.get("reset")
+        if self.reset not in (None, "before", "after"):
+            raise ValueError("reset must be 'before' or 'after'")
+        self.extra_202 = self._number(spec, "extra_202", int, 0, None)
+        self.count = self._number(spec, "count", int, 0, None)
+        self.probability = self._number(spec, "probability", (int, float), 0, 1)
+        self.probability = 1.0 if self.probability is None else float(self.probability)
+        if not (self.status or self.latency or self.reset or self.extra_202):
+            raise ValueError("a rule needs at least one of status, latency, reset, extra_202")
+        self.tickets = set()  # extra_202 is granted once per ticket
+        self.spec = dict(spec)
+
+    @staticmethod
+    def _number(spec, name, kinds, low, high):
+        value = spec.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kinds) or value < low or \
+                (high is not None and value > high):
+            raise ValueError("%s must be a number in range" % name)
+        return value
+
+    def describe(self):
+        parts = []
+        if self.latency:
+            parts.append("latency=%s" % self.latency)
+        if self.reset:
+            parts.append("reset=%s" % self.reset)
+        elif self.status:
+            parts.append("status=%s" % self.status)
+        if self.extra_202:
+            parts.append("extra_202=%s" % self.extra_202)
+        return ",".join(parts)
+
+
+class Faults:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rules = []
+
+    def set(self, specs):
+        rules = [FaultRule(spec) for spec in specs]
+        with self.lock:
+            self.rules = rules
+
+    def view(self):
+        with self.lock:
+            return [dict(rule.spec, remaining=rule.count) for rule in self.rules]
+
+    def pick(self, endpoint, ticket_id):
+        """The first rule that matches and fires for this request (consuming one of its count)."""
+        with self.lock:
+            for rule in self.rules:
+                if rule.endpoint not in ("*", endpoint) or rule.count == 0:
+                    continue
+                if rule.extra_202:
+                    if endpoint not in TICKET_ENDPOINTS or ticket_id is None or ticket_id in rule.tickets:
+                        continue
+                if rule.probability < 1.0 and random.random() >= rule.probability:
+                    continue
+                if rule.count is not None:
+                    rule.count -= 1
+                if rule.extra_202:
+                    rule.tickets.add(ticket_id)
+                return rule
+        return None
+
+
+class RequestLog:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = collections.deque(maxlen=REQUEST_LOG_LIMIT)
+        self.seq = 0
+
+    def add(self, **entry):
+        with self.lock:
+            self.seq += 1
+            entry["seq"] = self.seq
+            self.entries.append(entry)
+
+    def since(self, seq):
+        with self.lock:
+            return [dict(e) for e in self.entries if e["seq"] > seq]
+
+    def clear(self):
+        with self.lock:
+            self.entries.clear()
+
+
+# --------------------------------------------------------------------------- HTTP
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every answer has a Content-Length
+    server_version = "wpcloud-emulator/1.0"
+    timeout = 300  # idle keep-alive connections are dropped after this
+
+    def log_request(self, code="-", size="-"):
+        pass  # we log ourselves, without query strings (they may hold secrets)
+
+    def log_message(self, fmt, *args):
+        LOG.debug("%s %s", self.client_address[0], fmt % args)
+
+    def do_GET(self):
+        self._handle()
+
+    def do_POST(self):
+        self._handle()
+
+    def do_PUT(self):
+        self._handle()
+
+    def do_DELETE(self):
+        self._handle()
+
+    def do_PATCH(self):
+        self._handle()
+
+    # -- plumbing
+    def _read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks, total = [], 0
+            while True:
+                size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                total += size
+                if total > MAX_BODY:
+                    raise ValueError("body too large")
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(1024)
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            raise ValueError("body too large")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status, payload, headers=()):
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _envelope(self, status, message, data=None, headers=()):
+        self._send(status, {"message": message, "data": [] if data is None and status >= 400 else data},
+                   headers)
+
+    def _reset_connection(self):
+        """Abort with a TCP RST (SO_LINGER 0, no TLS close_notify): the client sees a reset."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        for closable in (self.rfile, self.connection):
+            try:
+                closable.close()
+            except OSError:
+                pass
+
+    # -- dispatch
+    def _handle(self):
+        started = time.monotonic()
+        split = urlsplit(self.path)
+        path = split.path
+        try:
+            raw_body = self._read_body()
+        except ValueError:
+            self.close_connection = True
+            self._envelope(413, "Request body too large or malformed")
+            return
+        query_pairs = parse_qsl(split.query, keep_blank_values=True)
+        body_pairs, body_json = [], None
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if raw_body:
+            if ctype == "application/json":
+                try:
+                    body_json = json.loads(raw_body)
+                except ValueError:
+                    body_json = None
+                if isinstance(body_json, dict):
+                    body_pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in body_json.items()]
+            else:
+                body_pairs = parse_qsl(raw_body.decode("utf-8", "replace"), keep_blank_values=True)
+
+        if path.startswith("/_emulator/") or path == "/_emulator":
+            self._hook(path, split.query, raw_body)
+            return
+
+        found = route(path)
+        endpoint, path_args, methods, write = found if found else (None, [], (), False)
+        pairs = query_pairs + (body_pairs if self.command == "POST" else [])
+        params = php_params(pairs)
+        entry = {"time": round(time.time(), 3), "method": self.command, "path": path, "endpoint": endpoint,
+                 "status": None, "write": write, "fault": None, "params": param_names(pairs)}
+        service = self.server.service
+
+        rule = None
+        if endpoint:
+            rule = self.server.faults.pick(endpoint, service.ticket_id_of(params))
+        if rule:
+            entry["fault"] = rule.describe()
+            if rule.latency:
+                time.sleep(rule.latency)
+            if rule.reset == "before":
+                self._log(entry, started)
+                self._reset_connection()
+                return
+            if rule.status and not rule.reset:
+                headers = [("Retry-After", "%g" % rule.retry_after)] if rule.retry_after is not None else []
+                phrase = http.HTTPStatus(rule.status).phrase if rule.status in http.HTTPStatus._value2member_map_ \
+                    else "Error"
+                entry["status"] = rule.status
+                self._envelope(rule.status, "%s (injected fault)" % phrase, [], headers)
+                self._log(entry, started)
+                return
+            if rule.extra_202:
+                service.add_extra_202(service.ticket_id_of(params), rule.extra_202)
+
+        status, message, data = self._api(endpoint, path_args, methods, params)
+        entry["status"] = status
+        if rule and rule.reset == "after":
+            self._log(entry, started)
+            self._reset_connection()
+            return
+        self._envelope(status, message, data)
+        self._log(entry, started)
+
+    def _api(self, endpoint, args, methods, params):
+        service = self.server.service
+        key = next((v for k, v in self.headers.items() if k.lower() == "auth"), None)
+        if key is None or not hmac.compare_digest(key.encode(), self.server.api_key.encode()):
+            return 403, "Forbidden: missing or invalid API key in the Auth header", []
+        if endpoint is None:
+            return 404, "Not found: no such endpoint", []
+        if self.command not in methods:
+            return 405, "Method %s not allowed; use %s" % (self.command, " or ".join(methods)), []
+        try:
+            if endpoint == "client_meta.add":
+                return service.client_meta_add(args[0], args[1], params)
+            if endpoint == "client_meta.update":
+                return service.client_meta_update(args[0], args[1], params)
+            if endpoint == "client_meta.get":
+                return service.client_meta_get(args[0], args[1])
+            if endpoint == "client_meta.remove":
+                return service.client_meta_remove(args[0], args[1])
+            if endpoint == "site.get":
+                return service.site_get(args[0])
+            if endpoint == "site_meta.get":
+                return service.site_meta_get(args[0], args[1])
+            if endpoint == "site.allow_migration":
+                return service.site_allow_migration(args[0])
+            if endpoint in TICKET_ENDPOINTS:
+                return service.ticket_get(params, full=endpoint == "ticket.full")
+            if endpoint == "migration.create":
+                return service.migration_create(args[0], params)
+            if endpoint == "migration.get":
+                return service.migration_get(args[0])
+            if endpoint == "migration.update":
+                return service.migration_update(args[0], params)
+            if endpoint == "migration.preflight":
+                return service.migration_start(args[0], "preflight")
+            if endpoint == "migration.ready":
+                return service.migration_start(args[0], "ready")
+        except ApiError as exc:
+            return exc.status, exc.message, exc.data
+        except Exception:  # never leak a traceback (or a secret in it) to the client
+            LOG.exception("internal error in %s", endpoint)
+            return 500, "Internal Server Error", []
+        return 404, "Not found", []
+
+    def _log(self, entry, started):
+        self.server.requests.add(**entry)
+        LOG.info("%s %s -> %s%s (%.1f ms)", entry["method"], entry["path"], entry["status"],
+                 " fault=%s" % entry["fault"] if entry["fault"] else "", (time.monotonic() - started) * 1000)
+
+    # -- test hooks (no Auth; the server only listens on loopback anyway)
+    def _hook(self, path, query, raw_body):
+        if self.client_address[0] != "127.0.0.1":
+            self._envelope(403, "Forbidden: test hooks are loopback only")
+            return
+        srv = self.server
+        try:
+            body = json.loads(raw_body) if raw_body else {}
+        except ValueError:
+            self._envelope(400, "hook bodies are JSON")
+            return
+        if not isinstance(body, dict):
+            self._envelope(400, "hook bodies are JSON objects")
+            return
+        method, name = self.command, path[len("/_emulator/"):].rstrip("/")
+        try:
+            if name == "requests" and method == "GET":
+                since = dict(parse_qsl(query)).get("since", "0")
+                self._send(200, {"requests": srv.requests.since(int(since) if since.isdigit() else 0)})
+            elif name == "faults" and method == "POST":
+                rules = body.get("rules")
+                if not isinstance(rules, list):
+                    raise ApiError(400, "faults take {\"rules\": [...]}")
+                try:
+                    srv.faults.set(rules)
+                except ValueError as exc:
+                    raise ApiError(400, "invalid fault rule: %s" % exc) from None
+                self._send(200, {"rules": srv.faults.view()})
+            elif name == "faults" and method == "GET":
+                self._send(200, {"rules": srv.faults.view()})
+            elif name == "reset" and method == "POST":
+                srv.faults.set([])
+                srv.requests.clear()
+                srv.service.reset()
+                self._configure_executor(srv.config.get("executor"))
+                self._send(200, {"reset": True})
+            elif name == "sites" and method == "POST":
+                self._send(200, srv.service.hook_add_site(body))
+            elif name.startswith("sites/") and method == "GET":
+                self._send(200, srv.service.hook_get_site(unquote(name[len("sites/"):])))
+            elif name == "executor" and method == "POST":
+                self._send(200, {"executor": self._configure_executor(body)})
+            elif name == "executor" and method == "GET":
+                self._send(200, {"executor": getattr(srv.service.executor, "config", None)})
+            elif name == "events" and method == "POST":
+                event = body.get("event")
+                if not isinstance(event, str) or not event:
+                    raise ApiError(400, "event is required")
+                srv.sender.emit(body.get("client", srv.service.client), event,
+                                atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []))
+                self._send(200, {"emitted": event})
+            elif name == "deliveries" and method == "GET":
+                self._send(200, {"deliveries": list(getattr(srv.sender, "deliveries", []))})
+            else:
+                self._envelope(404, "no such hook: %s %s" % (method, path))
+        except ApiError as exc:
+            self._envelope(exc.status, exc.message, exc.data)
+
+    def _configure_executor(self, config):
+        try:
+            return self.server.service.executor.configure(config or {})
+        except ValueError as exc:
+            raise ApiError(400, "invalid executor configuration: %s" % exc) from None
+
+
+class EmulatorServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # 200+ clients connecting at once must not be refused
+
+    def __init__(self, address, ssl_context, **attrs):
+        self.ssl_context = ssl_context
+        for key, value in attrs.items():
+            setattr(self, key, value)
+        super().__init__(address, Handler)
+
+    def server_bind(self):
+        # HTTPServer.server_bind does a reverse DNS lookup (getfqdn); not needed on loopback.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def process_request_thread(self, request, client_address):
+        # TLS handshake here, in the connection's own thread, not in the accept loop.
+        try:
+            request.settimeout(30)
+            conn = self.ssl_context.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            LOG.debug("TLS handshake with %s failed: %s", client_address, exc)
+            request.close()
+            return
+        try:
+            self.finish_request(conn, client_address)
+        except Exception:
+            self.handle_error(conn, client_address)
+        finally:
+            self.shutdown_request(conn)
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, ssl.SSLError, TimeoutError)):
+            LOG.debug("connection from %s ended: %s", client_address, exc)
+        else:
+            LOG.exception("error serving %s", client_address)
+
+
+# --------------------------------------------------------------------------- start-up
+def load_config(path):
+    with open(path, encoding="utf-8") as handle:
+        config = json.load(handle)
+    if not isinstance(config, dict):
+        raise ValueError("config must be a JSON object")
+    config.setdefault("client", "demo")
+    config.setdefault("sites", [])
+    config.setdefault("executor", {})
+    config.setdefault("executor_options", {})
+    return config
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="HTTPS emulator of the hosting platform API")
+    parser.add_argument("--host", default="127.0.0.1", help="must be 127.0.0.1 (or localhost)")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--workdir", help="TLS files and site storage (default: a new temp dir)")
+    parser.add_argument("--state-file", help="persist the service state here (JSON, mode 0600)")
+    parser.add_argument("--config", help="seed/config JSON (default: seed.json next to this file)")
+    parser.add_argument("--executor", default="scripted", choices=("scripted", "ssh"))
+    parser.add_argument("--api-key", help="default: random")
+    parser.add_argument("--accept-delay", type=float, help="seconds a new ticket answers 202 (config default 1.0)")
+    parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
+    parser.add_argument("--log-file", help="log here instead of stderr")
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+                        **({"filename": args.log_file} if args.log_file else {"stream": sys.stderr}))
+    if args.host not in ("127.0.0.1", "localhost"):
+        print("server.py: the emulator binds 127.0.0.1 only (got --host %s)" % args.host, file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config or DEFAULT_CONFIG)
+    except (OSError, ValueError) as exc:
+        print("server.py: cannot read config: %s" % exc, file=sys.stderr)
+        return 2
+    workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="wpcloud-emulator-"))
+    os.makedirs(workdir, exist_ok=True)
+    options = dict(config.get("executor_options", {}).get(args.executor) or {})
+    options.setdefault("workdir", workdir)
+    options.setdefault("config", config.get("executor"))
+    try:
+        executor = load_executor(args.executor, options)
+    except (RuntimeError, ValueError) as exc:
+        print("server.py: %s" % exc, file=sys.stderr)
+        return 2
+    accept_delay = args.accept_delay if args.accept_delay is not None else float(config.get("accept_delay", 1.0))
+    service = Service(config, workdir, executor, accept_delay=accept_delay,
+                      state_file=os.path.abspath(args.state_file) if args.state_file else None)
+    sender = WebhookSender(service.get_client_meta, ca_path=args.webhook_ca)
+    service.sender = sender
+
+    ca_path, cert_path, key_path = make_tls_files(workdir)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    api_key = args.api_key or secrets.token_urlsafe(24)
+    server = EmulatorServer(("127.0.0.1", args.port), context, service=service, faults=Faults(),
+                            requests=RequestLog(), api_key=api_key, config=config, sender=sender)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    LOG.info("listening on https://127.0.0.1:%s (workdir %s, executor %s)", port, workdir, args.executor)
+    sys.stdout.write(json.dumps({"url": "https://127.0.0.1:%d" % port, "api_key": api_key,
+                                 "ca_path": ca_path, "client": service.client}) + "\n")
+    sys.stdout.flush()
+    while not stop.wait(0.5):
+        pass
+    LOG.info("stopping")
+    server.shutdown()
+    server.server_close()
+    try:
+        sender.close()
+    except Exception:  # a sender problem must not turn a clean stop into a crash
+        LOG.exception("webhook sender did not close cleanly")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
