@@ -1,0 +1,148 @@
+# wpcloud.hosting: build, test and demo entry points.
+#
+#   make demo     run the demo against the local service emulator
+#   make test     everything CI runs: units, integration, system tests, sanity (ansible-core 2.21 + 2.16)
+#
+# Both install what they need (`make setup`: apt packages, .venv, .venv-2.16, the collection tree).
+# `make help` lists the other targets.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV     := .venv
+VENV216  := .venv-2.16
+BUILD    := .build
+TREE     := $(BUILD)/collections/ansible_collections/wpcloud/hosting
+ROOT     := $(CURDIR)
+
+# Python version of a venv (X.Y), evaluated when a recipe runs, i.e. after `setup`.
+pyver = $(shell test -x $(1)/bin/python && $(1)/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+# ansible-test runs inside the collection tree, with the venv's bin first on PATH so that
+# `python3.X` resolves to the venv interpreter (never a pyenv shim).
+ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
+
+SUITES := units integration system sanity-2.21 sanity-2.16
+
+.PHONY: help setup system-packages get-pip tree test units integration system \
+        sanity sanity-2.21 sanity-2.16 lint emulator demo clean
+
+help:
+	@echo "make demo         run the demo against the service emulator"
+	@echo "make test         units + integration + system + sanity (2.21 and 2.16); what CI runs"
+	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
+	@echo "make units        ansible-test units --local"
+	@echo "make integration  ansible-test integration --local against a fresh emulator"
+	@echo "make system       pytest tests/system"
+	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
+	@echo "make lint         ansible-lint (production profile)"
+	@echo "make emulator     run the service emulator in the foreground"
+	@echo "make clean        remove venvs, the collection tree and test output"
+
+# ---------------------------------------------------------------- setup
+
+setup: system-packages $(VENV)/.installed $(VENV216)/.installed get-pip tree
+
+system-packages:
+	@tests/utils/install-system-packages.sh
+
+$(VENV)/.installed: tests/requirements.txt requirements.txt tests/utils/make-venv.sh
+	tests/utils/make-venv.sh $(VENV) tests/requirements.txt
+
+# ansible-core 2.16 supports controller Pythons up to 3.12 only; without a 3.12 on the machine
+# (e.g. plain Debian 13) the 2.16 sanity run is skipped and says so.
+$(VENV216)/.installed: tests/requirements-2.16.txt tests/utils/make-venv.sh
+	@if tests/utils/find-python.sh --exact 3.12 >/dev/null; then \
+		tests/utils/make-venv.sh $(VENV216) tests/requirements-2.16.txt --exact 3.12; \
+	else \
+		mkdir -p $(VENV216); \
+		echo "no Python 3.12 on this machine: ansible-core 2.16 needs a 3.10-3.12 controller" > $(VENV216)/.unavailable; \
+		echo "setup: WARNING: $$(cat $(VENV216)/.unavailable); sanity-2.16 will be skipped"; \
+		touch $@; \
+	fi
+
+# ansible-test downloads get-pip.py from a server we cannot reach: seed its cache with a stand-in.
+get-pip: $(VENV)/.installed $(VENV216)/.installed
+	@$(VENV)/bin/python tests/utils/seed_get_pip.py
+	@if [ -x $(VENV216)/bin/python ]; then $(VENV216)/bin/python tests/utils/seed_get_pip.py; fi
+
+# A fresh copy of the collection where ansible-test wants it (.../ansible_collections/wpcloud/hosting).
+tree: $(VENV)/.installed
+	@$(VENV)/bin/python tests/utils/sync_tree.py $(TREE)
+
+# ---------------------------------------------------------------- test suites
+
+test: setup
+	@passed=0; failed=0; failed_names=""; summary=""; \
+	for suite in $(SUITES); do \
+		echo; echo "=================== $$suite"; \
+		start=$$(date +%s); \
+		if $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
+		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
+		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; fi; \
+		summary="$$summary  $$suite: $$result ($$(( $$(date +%s) - start )) s)\n"; \
+	done; \
+	echo; echo "=================== summary"; printf "$$summary"; \
+	[ -z "$$failed_names" ] || echo "failed:$$failed_names"; \
+	echo "$$passed passed, $$failed failed"; \
+	[ $$failed -eq 0 ]
+
+# A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes.
+define skip
+mkdir -p $(BUILD)/skipped && echo "$(2)" > $(BUILD)/skipped/$(1) && echo "$(1): SKIPPED: $(2)"
+endef
+
+units: setup
+	@rm -f $(BUILD)/skipped/$@
+	@if [ -z "$$(find $(TREE)/tests/unit -name 'test_*.py' 2>/dev/null | head -n1)" ]; then \
+		$(call skip,$@,no unit tests under tests/unit yet); \
+	else \
+		$(call ansible_test,$(VENV)) units --local --python $(call pyver,$(VENV)); \
+	fi
+
+integration: setup
+	@rm -f $(BUILD)/skipped/$@
+	@tests/utils/run-integration.sh $(TREE) $(call pyver,$(VENV)) || rc=$$?; \
+	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
+	exit $${rc:-0}
+
+system: setup
+	@rm -f $(BUILD)/skipped/$@
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q || rc=$$?; \
+	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
+		$(call skip,$@,no system tests under tests/system yet); exit 0; \
+	fi; \
+	exit $${rc:-0}
+
+sanity: sanity-2.21 sanity-2.16
+
+sanity-2.21: setup
+	@rm -f $(BUILD)/skipped/$@
+	$(call ansible_test,$(VENV)) sanity --venv --python $(call pyver,$(VENV))
+
+sanity-2.16: setup
+	@rm -f $(BUILD)/skipped/$@
+	@if [ -f $(VENV216)/.unavailable ]; then \
+		$(call skip,$@,$$(cat $(VENV216)/.unavailable)); \
+	else \
+		echo "$(call ansible_test,$(VENV216)) sanity --venv --python $(call pyver,$(VENV216))"; \
+		$(call ansible_test,$(VENV216)) sanity --venv --python $(call pyver,$(VENV216)); \
+	fi
+
+lint: setup
+	PATH="$(ROOT)/$(VENV)/bin:$$PATH" ansible-lint
+
+# ---------------------------------------------------------------- emulator and demo
+
+emulator: setup
+	PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python tests/emulator/server.py
+
+demo: setup
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/utils/demo.sh
+
+# ---------------------------------------------------------------- clean
+
+clean:
+	rm -rf $(VENV) $(VENV216) $(BUILD) tests/output dist .pytest_cache .ansible \
+		tests/integration/inventory tests/integration/integration_config.yml
+	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
