@@ -55,8 +55,9 @@ options:
 requirements:
   - requests (Python library, on the controller)
 notes:
-  - The API key can also come from C(module_defaults) with the action group, for example
-    C(module_defaults: {group/wpcloud.hosting.all: {api_url: ..., api_key: ...}}).
+  - >-
+    The connection options can be set once for a play with C(module_defaults) and the action group
+    C(group/wpcloud.hosting.all).
 seealso:
   - name: WP Cloud API access
     description: How partner API keys are created and restricted.

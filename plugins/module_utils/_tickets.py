@@ -185,7 +185,6 @@ def run_wait(params, ctx):
                                ", ".join("%s=%s" % (t["ticket_id"], t["state"]) for t in summary["tickets"]
                                          if t["state"] not in ("success", "failure"))[:500]), **result)
     if failures and params["fail_on_failure"]:
-        raise ModuleFailure("%d of %d tickets failed: %s" % (
-            len(failures), len(ticket_ids), ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"])
-                                                     for t in failures[:10])), **result)
+        named = ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"]) for t in failures[:10])
+        raise ModuleFailure("%d of %d tickets failed: %s" % (len(failures), len(ticket_ids), named), **result)
     return result

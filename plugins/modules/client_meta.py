@@ -17,9 +17,9 @@ description:
     update on a missing key by switching to the other operation.
   - Write-only keys (C(webhook_hmac_key)) are never returned by the service, so they cannot be
     compared. O(update_secret) decides whether they are sent on every run or only when not set, and
-    RV(changed) says whether they were sent.
+    C(changed) says whether they were sent.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   client:
     description:
@@ -61,7 +61,7 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: Predicts RV(changed) without writing.
+    description: Predicts C(changed) without writing.
     support: full
   diff_mode:
     description: Shows the value before and after for readable keys; a secret shows only as set or absent.

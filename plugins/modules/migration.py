@@ -23,7 +23,7 @@ description:
     which must be added to the source user's C(authorized_keys) before preflight.
   - O(ssh_id) is checked locally before anything is sent; only its fingerprint is returned.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   site:
     description:
@@ -81,7 +81,7 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: Predicts RV(changed) and the fields it would send, without writing.
+    description: Predicts C(changed) and the fields it would send, without writing.
     support: full
   diff_mode:
     description: Shows the readable fields before and after; credentials show only as the authentication method.

@@ -14,7 +14,7 @@ description:
   - Returns a migration's record, with credentials redacted, and its state.
   - With O(site) instead of O(migration_id), reads the migration attached to the destination site, if any.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   site:
     description:

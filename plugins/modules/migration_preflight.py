@@ -18,7 +18,7 @@ description:
     C(unknown)), the ticket's messages and a hint.
   - Run it again after every update of the migration.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   migration_id:
     description:

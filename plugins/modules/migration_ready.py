@@ -21,7 +21,7 @@ description:
   - When a run is already active, no second run is started; the task reports RV(already_running).
   - After a success or a failure, update, preflight and ready again to refresh the destination.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   migration_id:
     description:

@@ -19,7 +19,7 @@ description:
   - Returns per ticket its state, response count, elapsed time and, on failure (or on request), its
     messages with a diagnosis.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   ticket_id:
     description:

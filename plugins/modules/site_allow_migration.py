@@ -15,9 +15,9 @@ description:
   - B(Destructive and cannot be undone.) Every later run of a migration into the site replaces its files
     and database. The module refuses to run unless O(confirm_overwrite=true).
   - Reads C(allow_site_migration) first. When it is already enabled, or already holds a migration ID,
-    nothing is sent and RV(changed) is false.
+    nothing is sent and C(changed) is false.
 author:
-  - wpcloud.hosting developers
+  - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   site:
     description:
@@ -34,7 +34,7 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: Predicts RV(changed) without writing.
+    description: Predicts C(changed) without writing.
     support: full
   diff_mode:
     description: Shows whether C(allow_site_migration) goes from disabled to enabled.
