@@ -293,12 +293,14 @@ class WPCloudClient(object):
             # sending would leave the effect of the write unknown.
             session = self._new_session() if kind == WRITE else self._read_session()
             try:
+                # verify is passed per request: requests would otherwise let REQUESTS_CA_BUNDLE or
+                # CURL_CA_BUNDLE from the environment override ca_path.
                 if method == "GET":
                     resp = session.request(method, url, params=form or None, timeout=self.timeout,
-                                           allow_redirects=False)
+                                           allow_redirects=False, verify=self.verify)
                 else:
                     resp = session.request(method, url, data=form, timeout=self.timeout,
-                                           allow_redirects=False)
+                                           allow_redirects=False, verify=self.verify)
             except requests.exceptions.SSLError as exc:
                 self.calls.append((operation, "tls-error"))
                 raise WPCloudAPIError(

@@ -214,8 +214,8 @@ def wait_summary(tickets, timed_out, clock=time.monotonic):
     results = [t.as_result(now) for t in tickets]
     return {
         "tickets": results,
-        "succeeded": sum(1 for r in results if r["state"] == "success"),
-        "failed": sum(1 for r in results if r["state"] in ("failure", "error")),
-        "pending": sum(1 for r in results if r["state"] not in TERMINAL and r["state"] != "error"),
+        "succeeded_count": sum(1 for r in results if r["state"] == "success"),
+        "failed_count": sum(1 for r in results if r["state"] in ("failure", "error")),
+        "pending_count": sum(1 for r in results if r["state"] not in TERMINAL and r["state"] != "error"),
         "timed_out": timed_out,
     }

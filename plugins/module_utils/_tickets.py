@@ -179,9 +179,9 @@ def run_wait(params, ctx):
     if errors:
         raise ModuleFailure("; ".join(t["error"] for t in errors[:5]) + (
             " (and %d more)" % (len(errors) - 5) if len(errors) > 5 else ""), **result)
-    if options["wait"] and timed_out and summary["pending"]:
+    if options["wait"] and timed_out and summary["pending_count"]:
         raise ModuleFailure("%d of %d tickets did not finish within wait_timeout=%ss; last states: %s"
-                            % (summary["pending"], len(ticket_ids), params["wait_timeout"],
+                            % (summary["pending_count"], len(ticket_ids), params["wait_timeout"],
                                ", ".join("%s=%s" % (t["ticket_id"], t["state"]) for t in summary["tickets"]
                                          if t["state"] not in ("success", "failure"))[:500]), **result)
     if failures and params["fail_on_failure"]:

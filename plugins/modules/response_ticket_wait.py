@@ -38,7 +38,7 @@ options:
     default: on_failure
   fail_on_failure:
     description:
-      - Fail the task when a ticket reports C(failure). With V(false) the task succeeds and RV(failed) counts them.
+      - Fail the task when a ticket reports C(failure). With V(false) the task succeeds and RV(failed_count) counts them.
     type: bool
     default: true
 extends_documentation_fragment:
@@ -117,17 +117,17 @@ ticket:
   returned: when ticket_id is given
   type: dict
   sample: {"ticket_id": "697101d6.1", "state": "success", "response_count": 4, "elapsed": 2.0, "polls": 3}
-succeeded:
+succeeded_count:
   description: Tickets that reported success.
   returned: always
   type: int
   sample: 100
-failed:
+failed_count:
   description: Tickets that reported failure or could not be read.
   returned: always
   type: int
   sample: 0
-pending:
+pending_count:
   description: Tickets not finished when the wait ended.
   returned: always
   type: int
