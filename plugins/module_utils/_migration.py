@@ -12,8 +12,12 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
+import json
+import os
 import re
+import tempfile
 
 try:
     from cryptography.hazmat.primitives import serialization
@@ -66,6 +70,7 @@ ARGUMENT_SPEC = dict(
     ssh_id=dict(type="str", no_log=True),
     ssh_id_pass=dict(type="str", no_log=True),
     update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
+    state_file=dict(type="path"),
 )
 MUTUALLY_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]
 REQUIRED_BY = {"ssh_id_pass": ("ssh_id",)}
@@ -206,6 +211,46 @@ def public_record(record, migration_id):
     }
 
 
+# -- the state file: the migration ID kept with the destination site ---------------------------------------
+
+def read_state_file(path):
+    """The recorded state of a site, or {} when there is none yet."""
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModuleFailure("state_file %s could not be read as JSON (%s): fix or remove it; it holds the "
+                            "migration ID of the site." % (path, exc.__class__.__name__))
+    return data if isinstance(data, dict) else {}
+
+
+def write_state_file(path, site, migration_id, **extra):
+    """Atomically record the migration ID (write to a temporary file, fsync, rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, mode=0o700)
+    data = read_state_file(path)
+    data.update(extra)
+    data.update(site=site, migration_id=migration_id,
+                updated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ModuleFailure("state_file %s could not be written (%s). The migration ID is %s: record it."
+                            % (path, exc.__class__.__name__, migration_id), migration_id=migration_id)
+    return data
+
+
 # -- the migration module ---------------------------------------------------------------------------------
 
 def _validate(params):
@@ -261,7 +306,14 @@ def run(params, ctx):
     client = ctx.client()
     for field in SECRET_FIELDS:
         client.add_secret(params.get(field))
+    recorded = read_state_file(params.get("state_file"))
+    if params.get("migration_id") is None and recorded.get("migration_id") is not None:
+        params = dict(params, migration_id=int(recorded["migration_id"]))
     migration_id, record = resolve_migration(client, params)
+    if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
+            and not ctx.check_mode:
+        write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site") else None,
+                         migration_id)
     desired_auth = auth_method(params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass"))
     creds_given = desired_auth != "generated"
     result = dict(changed=False, operation="none", updated_fields=[])
@@ -289,6 +341,9 @@ def run(params, ctx):
             raise ModuleFailure("The service created a migration but returned no migration-id; read it from the "
                                 "site's allow_site_migration with wpcloud.hosting.migration_info.",
                                 failure={"operation": "migration.create", "message": resp.message})
+        if params.get("state_file"):
+            # Recorded before anything else can fail, so that a re-run manages this migration.
+            write_state_file(params["state_file"], result["site"], migration_id)
         if data.get("ssh-id-pub"):
             result["ssh_id_pub"] = data["ssh-id-pub"]
         record = get_migration(client, migration_id, missing_ok=True) or {}

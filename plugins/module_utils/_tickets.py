@@ -17,9 +17,12 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleFailure,
     api_failure,
 )
+import time
+
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     PREFLIGHT_OK,
     RUNNING_STATES,
+    TERMINAL_RUN_STATES,
     get_migration,
     record_state,
 )
@@ -109,6 +112,20 @@ def _wait_one(client, ticket_id, params, what):
     return result
 
 
+def _wait_for_state(client, migration_id, params, clock=time.monotonic, sleep=time.sleep):
+    """Poll the migration record until the run ends; return the final state."""
+    deadline = clock() + params["wait_timeout"]
+    while True:
+        state = record_state(get_migration(client, migration_id))
+        if state in TERMINAL_RUN_STATES:
+            return state
+        if clock() + params["poll_interval"] > deadline:
+            raise ModuleFailure("Migration %s was still %s when wait_timeout=%ss ran out."
+                                % (migration_id, state, params["wait_timeout"]), migration_id=migration_id,
+                                state=state, timed_out=True)
+        sleep(params["poll_interval"])
+
+
 def run_preflight(params, ctx):
     _check_migration_id(params)
     wait_options(params)
@@ -137,9 +154,15 @@ def run_ready(params, ctx):
     state = record_state(record)
     result = dict(changed=False, migration_id=migration_id, ticket_id=None, state_before=state)
     if state in RUNNING_STATES:
-        # Never start a second run; the caller waits on the one in progress.
+        # Never start a second run. Its ticket is not known here (for example after an interrupted
+        # playbook), so a wait follows the migration's state instead.
         result["msg"] = "migration %s is already running; no new run was started" % migration_id
         result["already_running"] = True
+        if params["wait"]:
+            result["state"] = _wait_for_state(client, migration_id, params)
+            if result["state"] != "migration-succeeded":
+                raise ModuleFailure("The migration run that was already active ended in state %s."
+                                    % result["state"], **result)
         return result
     if params["require_preflight"] and state != PREFLIGHT_OK:
         raise ModuleFailure(

@@ -76,6 +76,13 @@ options:
     type: str
     choices: [always, on_create]
     default: on_create
+  state_file:
+    description:
+      - JSON file that keeps the migration ID with the destination site, on the host that runs the module
+        (the controller, unless C(wpcloud_hosting_execution=module)).
+      - Read when O(migration_id) is not given; written atomically right after a create, and whenever the
+        managed migration differs from the recorded one. Other keys in the file are kept.
+    type: path
 extends_documentation_fragment:
   - wpcloud.hosting.api
   - wpcloud.hosting.attributes
