@@ -1,0 +1,747 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""wpcloud.hosting.webhook: receive signed WP Cloud webhooks, store them durably, emit them."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+short_description: Receive signed WP Cloud webhooks over HTTPS, store them durably, emit them once.
+description:
+  - An ansible-rulebook event source that receives the webhooks a WP Cloud client account sends to
+    its C(webhook_url), verifies the HMAC-SHA256 signature carried in the body
+    (C({event}:{signature.timestamp}:{signature.salt}) keyed with the C(webhook_hmac_key)),
+    and puts each accepted event on the rulebook queue.
+  - An event is answered with exactly HTTP 200 only after it has been appended to a spool file and
+    the file has been synced to disk (requests that arrive together share one fsync). Events are
+    then emitted in order; the highest emitted position is recorded in a second append-only file,
+    so after a crash or restart every stored event not yet emitted is emitted (at least once).
+  - Each event carries a stable delivery id in C(meta.delivery_id) (derived from the signature's
+    timestamp and salt, or from the SHA-256 of the body when unsigned). A redelivery of a stored
+    event (the service retries up to two more times after a non-200 answer) is answered 200 and
+    not emitted again. The same signature with a different body is answered 409 and never emitted
+    (the signature does not cover C(data) or C(atomic_site_id)).
+  - With keys configured, unsigned or badly signed deliveries get 401 and are never stored or
+    emitted. Without a key the source refuses to start unless O(allow_unsigned=true).
+  - Unknown event types and unknown fields pass through untouched. The event is
+    C({"payload": <body>, "meta": {"endpoint", "headers", "delivery_id", "signature", "received_at", "uuid"}}).
+    Authorization, cookie, token and signature headers are never copied into C(meta.headers).
+  - C(GET /healthz) answers 200 with counters (no secrets). Bodies larger than O(max_body_size)
+    get 413, malformed JSON 400, a content type other than O(content_types) 415.
+  - Option names follow C(eda.builtin.webhook) where they mean the same (host, port, token,
+    certfile, keyfile, password, cafile, capath, hmac_secret).
+options:
+  host:
+    description: The address to listen on.
+    type: str
+    default: "0.0.0.0"
+  port:
+    description: The TCP port to listen on.
+    type: int
+    required: true
+  certfile:
+    description:
+      - Path to the server certificate (PEM, chain allowed). Required unless
+        O(allow_insecure_http=true).
+    type: str
+  keyfile:
+    description: Path to the private key of O(certfile) (when not inside O(certfile)).
+    type: str
+  password:
+    description: Password of O(keyfile).
+    type: str
+  cafile:
+    description:
+      - CA certificates used to require and validate client certificates (mutual TLS), as in
+        C(eda.builtin.webhook). WP Cloud itself does not send a client certificate; use this only
+        behind a proxy that does.
+    type: str
+  capath:
+    description: Directory of CA certificates for client-certificate validation (mutual TLS).
+    type: str
+  allow_insecure_http:
+    description:
+      - Listen on plain HTTP when no O(certfile) is given. Only for a receiver behind a TLS
+        terminating proxy or for local tests; WP Cloud requires an HTTPS C(webhook_url).
+    type: bool
+    default: false
+  hmac_secret:
+    description:
+      - The client account's C(webhook_hmac_key). A list, or a comma-separated string, gives
+        several active keys during a rotation; the matching position is in
+        C(meta.signature.key_index). Entries are stripped of surrounding blanks.
+      - When not set, the environment variable C(WPCLOUD_WEBHOOK_HMAC_KEYS) (or
+        C(WPCLOUD_WEBHOOK_HMAC_KEY)) is read, so the key need not appear in the rulebook.
+    type: list
+    elements: str
+  allow_unsigned:
+    description:
+      - Start without any key and accept unsigned deliveries (delivery id = body hash). Never for
+        production.
+    type: bool
+    default: false
+  token:
+    description:
+      - Optional bearer token expected in the C(Authorization) header (compared in constant time),
+        for a proxy that adds one. WP Cloud does not send one.
+    type: str
+  spool_dir:
+    description:
+      - Directory of the spool (C(spool.log), C(spool.log.1), C(emitted.log), C(lock)). One
+        receiver per directory (it is locked).
+      - Default C(WPCLOUD_WEBHOOK_SPOOL_DIR), else C($XDG_STATE_HOME/wpcloud.hosting/webhook-<port>)
+        (C(~/.local/state/...)).
+    type: str
+  spool_max_bytes:
+    description:
+      - Size after which the spool file is rotated to C(spool.log.1) (when every stored event has
+        been emitted). Two segments are kept; they also rebuild the duplicate memory on restart.
+    type: int
+    default: 67108864
+  dedupe_size:
+    description: How many delivery ids are remembered to answer redeliveries without emitting twice.
+    type: int
+    default: 100000
+  max_age:
+    description:
+      - Optional freshness window in seconds. The unit of the signature timestamp is not
+        documented, so it is never compared with the clock; a delivery is refused (401, reason
+        stale) when its signature timestamp is lower than the highest one this receiver had
+        already seen O(max_age) seconds earlier. Keep it above the service's retry delays.
+    type: int
+  max_body_size:
+    description: Largest accepted body in bytes (413 above).
+    type: int
+    default: 1048576
+  content_types:
+    description: Accepted request content types (media type only; C(+json) suffixes also match C(application/json)).
+    type: list
+    elements: str
+    default: ["application/json"]
+  memory_backlog:
+    description: Stored-but-not-emitted events kept in memory; beyond it they are read back from the spool.
+    type: int
+    default: 10000
+"""
+
+EXAMPLES = r"""
+- name: WP Cloud webhooks
+  hosts: localhost
+  sources:
+    - wpcloud.hosting.webhook:
+        host: 0.0.0.0
+        port: 8443
+        certfile: /etc/eda/tls/webhook.crt
+        keyfile: /etc/eda/tls/webhook.key
+        # hmac_secret omitted: read from WPCLOUD_WEBHOOK_HMAC_KEYS (credential type injects it)
+        spool_dir: /var/lib/eda/wpcloud-webhook
+  rules:
+    - name: site provisioned
+      condition: event.payload.event == "site_provisioned"
+      action:
+        run_playbook:
+          name: wpcloud.hosting.on_site_provisioned
+"""
+
+import asyncio
+import hashlib
+import hmac
+import importlib.util
+import json
+import logging
+import os
+import re
+import ssl
+import sys
+import time
+import uuid
+from collections import OrderedDict, deque
+from datetime import datetime, timezone
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None
+
+from aiohttp import web
+
+logger = logging.getLogger(__name__)
+
+ENV_KEYS = ("WPCLOUD_WEBHOOK_HMAC_KEYS", "WPCLOUD_WEBHOOK_HMAC_KEY")
+ENV_SPOOL = "WPCLOUD_WEBHOOK_SPOOL_DIR"
+_HIDDEN_HEADER = re.compile(r"auth|cookie|token|secret|signature|api-key|apikey|hmac|password", re.I)
+_UNSIGNED_PREFIX = "body-"
+
+
+def _load_signature_module():
+    """The collection's one verification code, plugins/module_utils/_webhook_signature.py.
+
+    ansible-rulebook runs source plugins with runpy and does not install Ansible's collection
+    loader, so ``ansible_collections.wpcloud.hosting...`` is usually not importable here. The
+    file is loaded by its path in the (fixed) collection layout; the import is a fallback.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "plugins",
+                                         "module_utils", "_webhook_signature.py"))
+    if os.path.isfile(path):
+        spec = importlib.util.spec_from_file_location("_wpcloud_hosting_webhook_signature", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    from ansible_collections.wpcloud.hosting.plugins.module_utils import (  # noqa: E501 pylint: disable=import-outside-toplevel
+        _webhook_signature as module,
+    )
+    return module
+
+
+sig = _load_signature_module()
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on", "y")
+    return bool(value)
+
+
+def _keys_from_args(args: dict[str, Any]) -> list[str]:
+    raw = args.get("hmac_secret")
+    if raw is None:
+        for name in ENV_KEYS:
+            if os.environ.get(name):
+                raw = os.environ[name]
+                break
+    if raw is None:
+        return []
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    return [str(item).strip() for item in items if item is not None and str(item).strip()]
+
+
+def _default_spool_dir(port: Any) -> str:
+    if os.environ.get(ENV_SPOOL):
+        return os.environ[ENV_SPOOL]
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "wpcloud.hosting", "webhook-%s" % port)
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _sync(fd: int) -> None:
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:  # pragma: no cover
+        os.fsync(fd)
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Spool:
+    """Append-only spool with group commit, ordered emission and durable emitted marks.
+
+    ``spool.log``: one line per stored event, ``seq<TAB>delivery_id<TAB>fingerprint<TAB>event json``.
+    ``emitted.log``: one line per mark, the highest seq handed to the rulebook queue.
+    """
+
+    def __init__(self, directory: str, max_bytes: int = 64 << 20, dedupe_size: int = 100000,
+                 memory_backlog: int = 10000) -> None:
+        self.dir = directory
+        self.path = os.path.join(directory, "spool.log")
+        self.old_path = self.path + ".1"
+        self.emitted_path = os.path.join(directory, "emitted.log")
+        self.max_bytes = max_bytes
+        self.dedupe_size = dedupe_size
+        self.memory_backlog = memory_backlog
+        self.seen: OrderedDict[str, str] = OrderedDict()   # delivery id -> body fingerprint
+        self.inflight: dict[str, tuple[str, asyncio.Future]] = {}
+        self.next_seq = 1
+        self.durable_seq = 0
+        self.durable_offset = 0       # size of spool.log that is synced
+        self.emitted_seq = 0          # highest seq put on the queue
+        self.marked_seq = 0           # highest seq recorded in emitted.log
+        self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0,
+                      "emitted": 0, "fsyncs": 0, "recovered": 0}
+        self._fd = -1
+        self._emitted_fd = -1
+        self._lock_fd = -1
+        self._pending: list[tuple[int, bytes, str, str, asyncio.Future, dict]] = []
+        self._writer: asyncio.Task | None = None
+        self._memory: deque = deque()       # (seq, end_offset, event) of durable, unemitted events
+        self._overflow = False              # memory skipped events: read them back from the file
+        self._read_offset = 0               # file position of the next event to emit
+        self._carry: deque = deque()        # events recovered from spool.log.1 (rare)
+        self._wake = asyncio.Event()
+        self._mark_task: asyncio.Task | None = None
+
+    # -- start-up and recovery --------------------------------------------------------------
+    def open(self) -> None:
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self._lock_fd = os.open(os.path.join(self.dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise RuntimeError("spool directory %s is used by another receiver" % self.dir) from None
+        hw = self._read_mark()
+        self.emitted_seq = self.marked_seq = hw
+        max_seq = hw
+        for rec in self._scan(self.old_path, truncate=False)[0]:
+            seq, delivery_id, fingerprint, end, line = rec
+            self._remember(delivery_id, fingerprint)
+            max_seq = max(max_seq, seq)
+            if seq > hw:
+                self._carry.append((seq, json.loads(line)))
+        records, good = self._scan(self.path, truncate=True)
+        first_pending = None
+        start = 0
+        for seq, delivery_id, fingerprint, end, _line in records:
+            self._remember(delivery_id, fingerprint)
+            max_seq = max(max_seq, seq)
+            if seq > hw and first_pending is None:
+                first_pending = start
+            start = end
+        self.next_seq = max_seq + 1
+        self.durable_seq = max_seq
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.durable_offset = good
+        self._read_offset = good if first_pending is None else first_pending
+        self._overflow = first_pending is not None
+        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        _sync_dir(self.dir)
+        pending = len(self._carry) + sum(1 for r in records if r[0] > hw)
+        self.stats["recovered"] = pending
+        if pending:
+            logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet emitted will be emitted", pending)
+
+    def _read_mark(self) -> int:
+        try:
+            with open(self.emitted_path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return 0
+        value = 0
+        for line in data.split(b"\n")[:-1]:   # the part after the last newline may be torn
+            if line.isdigit():
+                value = max(value, int(line))
+        return value
+
+    def _scan(self, path: str, truncate: bool) -> tuple[list, int]:
+        """Records of a spool file and the length of its valid prefix (torn tail cut when asked)."""
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return [], 0
+        records = []
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            parts = data[pos:nl].split(b"\t", 3)
+            if len(parts) != 4 or not parts[0].isdigit():
+                break
+            records.append((int(parts[0]), parts[1].decode(), parts[2].decode(), nl + 1, parts[3]))
+            pos = nl + 1
+        if truncate and pos < len(data):
+            logger.warning("wpcloud.hosting.webhook: cutting %d byte(s) of an unfinished record", len(data) - pos)
+            with open(path, "r+b") as handle:
+                handle.truncate(pos)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return records, pos
+
+    def close(self) -> None:
+        for fd in (self._fd, self._emitted_fd, self._lock_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._fd = self._emitted_fd = self._lock_fd = -1
+
+    # -- duplicate memory -------------------------------------------------------------------
+    def _remember(self, delivery_id: str, fingerprint: str) -> None:
+        self.seen[delivery_id] = fingerprint
+        self.seen.move_to_end(delivery_id)
+        while len(self.seen) > self.dedupe_size:
+            self.seen.popitem(last=False)
+
+    def lookup(self, delivery_id: str):
+        """(fingerprint, future or None) of a known delivery, or None."""
+        if delivery_id in self.inflight:
+            return self.inflight[delivery_id]
+        if delivery_id in self.seen:
+            return self.seen[delivery_id], None
+        return None
+
+    # -- storing (group commit) -------------------------------------------------------------
+    async def store(self, delivery_id: str, fingerprint: str, event: dict) -> None:
+        """Return once the event is on disk (fsync); raise on a storage error."""
+        loop = asyncio.get_running_loop()
+        seq = self.next_seq
+        self.next_seq += 1
+        line = b"%d\t%s\t%s\t%s\n" % (seq, delivery_id.encode(), fingerprint.encode(),
+                                      json.dumps(event, separators=(",", ":")).encode("utf-8"))
+        future = loop.create_future()
+        self.inflight[delivery_id] = (fingerprint, future)
+        self._pending.append((seq, line, delivery_id, fingerprint, future, event))
+        if self._writer is None or self._writer.done():
+            self._writer = loop.create_task(self._write_loop())
+        try:
+            await asyncio.shield(future)
+        finally:
+            self.inflight.pop(delivery_id, None)
+
+    async def _write_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._pending:
+            batch, self._pending = self._pending, []
+            data = b"".join(item[1] for item in batch)
+            try:
+                if self.durable_offset > self.max_bytes and self._caught_up():
+                    await loop.run_in_executor(None, self._rotate)
+                await loop.run_in_executor(None, self._append, data)
+            except Exception as exc:  # pylint: disable=broad-except
+                logger.error("wpcloud.hosting.webhook: spool write failed: %s", exc)
+                for item in batch:
+                    if not item[4].done():
+                        item[4].set_exception(exc)
+                continue
+            self.stats["fsyncs"] += 1
+            offset = self.durable_offset
+            room = not self._overflow and len(self._memory) + len(batch) <= self.memory_backlog
+            for seq, line, delivery_id, fingerprint, _future, event in batch:
+                offset += len(line)
+                self._remember(delivery_id, fingerprint)
+                if room:
+                    self._memory.append((seq, offset, event))
+                self.durable_seq = seq
+            if not room:
+                self._overflow = True
+            self.durable_offset = offset
+            self.stats["stored"] += len(batch)
+            for item in batch:
+                if not item[4].done():
+                    item[4].set_result(None)
+            self._wake.set()
+
+    def _append(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            _sync(self._fd)
+        except OSError:
+            # never leave half a record in front of the next batch
+            try:
+                os.ftruncate(self._fd, self.durable_offset)
+            except OSError:
+                pass
+            raise
+
+    def _caught_up(self) -> bool:
+        return self.emitted_seq == self.durable_seq and not self._memory and not self._carry
+
+    def _rotate(self) -> None:
+        os.close(self._fd)
+        os.replace(self.path, self.old_path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        mark_tmp = self.emitted_path + ".tmp"
+        with open(mark_tmp, "wb") as handle:
+            handle.write(b"%d\n" % self.emitted_seq)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.close(self._emitted_fd)
+        os.replace(mark_tmp, self.emitted_path)
+        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
+        self.marked_seq = self.emitted_seq
+        _sync_dir(self.dir)
+        self.durable_offset = 0
+        self._read_offset = 0
+        self._overflow = False
+
+    # -- emitting ---------------------------------------------------------------------------
+    def _read_back(self, limit: int = 256) -> list:
+        """Durable, unemitted events read from spool.log (after an overflow or a restart)."""
+        out = []
+        with open(self.path, "rb") as handle:
+            handle.seek(self._read_offset)
+            data = handle.read(min(self.durable_offset - self._read_offset, 1 << 20))
+        pos = 0
+        base = self._read_offset
+        while len(out) < limit:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break
+            parts = data[pos:nl].split(b"\t", 3)
+            out.append((int(parts[0]), base + nl + 1, json.loads(parts[3])))
+            pos = nl + 1
+        if not out and self.durable_offset > self._read_offset:
+            # a single record larger than the read window
+            with open(self.path, "rb") as handle:
+                handle.seek(self._read_offset)
+                line = handle.readline()
+            parts = line.rstrip(b"\n").split(b"\t", 3)
+            out.append((int(parts[0]), self._read_offset + len(line), json.loads(parts[3])))
+        return out
+
+    async def next_events(self) -> list:
+        """Wait for the next durable events not yet emitted (in seq order)."""
+        while True:
+            if self._carry:
+                seq, event = self._carry.popleft()
+                return [(seq, None, event)]
+            if self._memory and self._memory[0][0] <= self.emitted_seq:
+                self._memory.popleft()          # already emitted from the file
+                continue
+            if self.durable_seq > self.emitted_seq:
+                if self._memory and self._memory[0][0] == self.emitted_seq + 1:
+                    items = list(self._memory)
+                    self._memory.clear()
+                    return items
+                items = self._read_back()
+                if items:
+                    return items
+            if self._overflow and self.durable_seq == self.emitted_seq and not self._memory:
+                self._overflow = False
+            self._wake.clear()
+            await self._wake.wait()
+
+    def emitted(self, seq: int, end_offset: int | None) -> None:
+        if seq > self.emitted_seq:
+            self.emitted_seq = seq
+        if end_offset is not None:
+            self._read_offset = end_offset
+        self.stats["emitted"] += 1
+        if self._mark_task is None or self._mark_task.done():
+            self._mark_task = asyncio.get_running_loop().create_task(self._mark_loop())
+
+    async def _mark_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.marked_seq < self.emitted_seq:
+            await asyncio.sleep(0.005)          # group marks
+            seq = self.emitted_seq
+            try:
+                await loop.run_in_executor(None, self._write_mark, seq)
+            except Exception as exc:  # pylint: disable=broad-except
+                logger.error("wpcloud.hosting.webhook: cannot record emitted position: %s", exc)
+                return
+            self.marked_seq = max(self.marked_seq, seq)
+
+    def _write_mark(self, seq: int) -> None:
+        os.write(self._emitted_fd, b"%d\n" % seq)
+        _sync(self._emitted_fd)
+
+    async def flush_marks(self) -> None:
+        if self._mark_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._mark_task), 2)
+            except (asyncio.TimeoutError, Exception):  # pylint: disable=broad-except
+                pass
+
+
+def _media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower()
+
+
+class Receiver:
+    """The aiohttp application state and request handling."""
+
+    def __init__(self, args: dict[str, Any], spool: Spool, keys: list[str]) -> None:
+        self.spool = spool
+        self.keys = keys
+        self.token = args.get("token")
+        self.max_body = int(args.get("max_body_size", 1048576))
+        types = args.get("content_types") or ["application/json"]
+        if isinstance(types, str):
+            types = [t.strip() for t in types.split(",")]
+        self.content_types = {t.lower() for t in types}
+        max_age = args.get("max_age")
+        self.freshness = sig.FreshnessWindow(float(max_age)) if max_age else None
+
+    def _content_type_ok(self, request: web.Request) -> bool:
+        media = _media_type(request.headers.get("Content-Type"))
+        if media in self.content_types:
+            return True
+        return media.endswith("+json") and "application/json" in self.content_types
+
+    @staticmethod
+    def _reply(status: int, text: str) -> web.Response:
+        return web.Response(status=status, text=text + "\n")
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        body = dict(self.spool.stats)
+        body.update(status="ok", backlog=self.spool.durable_seq - self.spool.emitted_seq)
+        return web.json_response(body)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        spool = self.spool
+        if request.content_length is not None and request.content_length > self.max_body:
+            spool.stats["rejected"] += 1
+            return self._reply(413, "body too large")
+        if self.token is not None:
+            scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+            if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), str(self.token).encode()):
+                spool.stats["rejected"] += 1
+                return self._reply(401, "invalid authorization")
+        if not self._content_type_ok(request):
+            spool.stats["rejected"] += 1
+            return self._reply(415, "content type must be application/json")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            spool.stats["rejected"] += 1
+            return self._reply(413, "body too large")
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            spool.stats["rejected"] += 1
+            return self._reply(400, "body is not valid JSON")
+        if not isinstance(payload, dict):
+            spool.stats["rejected"] += 1
+            return self._reply(400, "body is not a JSON object")
+
+        signature_meta: dict[str, Any] = {"verified": False}
+        result = None
+        if self.keys:
+            result = sig.verify_signature(body, self.keys)
+            if not result.valid:
+                spool.stats["rejected"] += 1
+                logger.warning("wpcloud.hosting.webhook: rejected delivery (%s) for event %r",
+                               result.reason, result.event)
+                return self._reply(401, "signature %s" % result.reason)
+            delivery_id = result.delivery_id
+            signature_meta = {"verified": True, "key_index": result.key_index,
+                              "location": result.location}
+        else:
+            delivery_id = _UNSIGNED_PREFIX + hashlib.sha256(body).hexdigest()[:32]
+        fingerprint = hashlib.sha256(body).hexdigest()[:32]
+
+        known = spool.lookup(delivery_id)
+        if known is not None:
+            known_fp, future = known
+            if known_fp != fingerprint:
+                spool.stats["conflicts"] += 1
+                logger.warning("wpcloud.hosting.webhook: signature reused with another body (%s)", delivery_id)
+                return self._reply(409, "signature already used for another body")
+            if future is not None:
+                try:
+                    await asyncio.shield(future)
+                except Exception:  # pylint: disable=broad-except
+                    return self._reply(503, "not stored")
+            spool.stats["duplicates"] += 1
+            return self._reply(200, "OK (duplicate)")
+
+        if self.freshness is not None and result is not None:
+            if self.freshness.is_stale(result.timestamp):
+                spool.stats["rejected"] += 1
+                return self._reply(401, "signature stale")
+
+        headers = {k: v for k, v in request.headers.items() if not _HIDDEN_HEADER.search(k)}
+        event = {
+            "payload": payload,
+            "meta": {
+                "endpoint": request.match_info.get("endpoint", ""),
+                "headers": headers,
+                "delivery_id": delivery_id,
+                "signature": signature_meta,
+                "received_at": _now_iso(),
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "wpcloud-webhook:" + delivery_id)),
+            },
+        }
+        try:
+            await spool.store(delivery_id, fingerprint, event)
+        except Exception:  # pylint: disable=broad-except
+            return self._reply(503, "could not store the event")
+        if self.freshness is not None and result is not None:
+            self.freshness.observe(result.timestamp)
+        return self._reply(200, "OK")
+
+
+def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
+    certfile = args.get("certfile")
+    if not certfile:
+        if _bool(args.get("allow_insecure_http", False)):
+            logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
+            return None
+        raise ValueError("certfile is required (HTTPS); set allow_insecure_http: true only behind a TLS proxy")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile, args.get("keyfile"), args.get("password"))
+    if args.get("cafile") or args.get("capath"):
+        context.load_verify_locations(args.get("cafile"), args.get("capath"))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+async def _emit_loop(queue: asyncio.Queue, spool: Spool) -> None:
+    while True:
+        items = await spool.next_events()
+        for seq, end_offset, event in items:
+            if seq <= spool.emitted_seq:
+                continue
+            await queue.put(event)
+            spool.emitted(seq, end_offset)
+
+
+async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
+    """Receive WP Cloud webhooks (see DOCUMENTATION)."""
+    if "port" not in args:
+        raise ValueError("Missing required argument: port")
+    keys = _keys_from_args(args)
+    if not keys and not _bool(args.get("allow_unsigned", False)):
+        raise ValueError("no hmac_secret (or WPCLOUD_WEBHOOK_HMAC_KEYS) configured; "
+                         "set allow_unsigned: true to accept unsigned deliveries")
+    ssl_context = _ssl_context(args)
+    spool = Spool(args.get("spool_dir") or _default_spool_dir(args["port"]),
+                  max_bytes=int(args.get("spool_max_bytes", 64 << 20)),
+                  dedupe_size=int(args.get("dedupe_size", 100000)),
+                  memory_backlog=int(args.get("memory_backlog", 10000)))
+    spool.open()
+    receiver = Receiver(args, spool, keys)
+    app = web.Application(client_max_size=receiver.max_body)
+    app.router.add_get("/healthz", receiver.healthz)
+    app.router.add_post(r"/{endpoint:.*}", receiver.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
+                       ssl_context=ssl_context, backlog=1024)
+    emitter = asyncio.get_running_loop().create_task(_emit_loop(queue, spool))
+    try:
+        await site.start()
+        logger.info("wpcloud.hosting.webhook listening on %s:%s (%s, %d key(s))", args.get("host") or "0.0.0.0",
+                    args["port"], "https" if ssl_context else "http", len(keys))
+        await emitter
+    except asyncio.CancelledError:
+        logger.info("wpcloud.hosting.webhook cancelled")
+        raise
+    finally:
+        emitter.cancel()
+        await runner.cleanup()
+        await spool.flush_marks()
+        spool.close()
+
+
+if __name__ == "__main__":
+
+    class MockQueue(asyncio.Queue):
+        """Writes events to stdout instead of a rulebook."""
+
+        async def put(self, item: Any) -> None:
+            sys.stdout.write(json.dumps(item) + "\n")
+            sys.stdout.flush()
+
+    asyncio.run(main(MockQueue(), {"port": 5000, "host": "127.0.0.1", "allow_insecure_http": True,
+                                   "allow_unsigned": True, "spool_dir": "./webhook-spool"}))
