@@ -73,7 +73,7 @@ options:
       - The client account's C(webhook_hmac_key). A list, or a comma-separated string, gives
         several active keys during a rotation; the matching position is in
         C(meta.signature.key_index). Entries are stripped of surrounding blanks.
-      - When not set, the environment variable C(WPCLOUD_WEBHOOK_HMAC_KEYS) (or
+      - When not set or blank, the environment variable C(WPCLOUD_WEBHOOK_HMAC_KEYS) (or
         C(WPCLOUD_WEBHOOK_HMAC_KEY)) is read, so the key need not appear in the rulebook.
     type: list
     elements: str
@@ -209,6 +209,8 @@ def _bool(value: Any) -> bool:
 
 def _keys_from_args(args: dict[str, Any]) -> list[str]:
     raw = args.get("hmac_secret")
+    if isinstance(raw, str) and not raw.strip():
+        raw = None  # "{{ var | default('') }}" in a rulebook: fall back to the environment
     if raw is None:
         for name in ENV_KEYS:
             if os.environ.get(name):
@@ -696,8 +698,21 @@ async def _emit_loop(queue: asyncio.Queue, spool: Spool) -> None:
             spool.emitted(seq, end_offset)
 
 
+def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Drop options rendered empty by a rulebook ("{{ var | default('') }}" means not set)."""
+    out = {}
+    for name, value in (args or {}).items():
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        out[name] = value
+    if "max_age" in out and float(out["max_age"]) <= 0:
+        del out["max_age"]
+    return out
+
+
 async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     """Receive WP Cloud webhooks (see DOCUMENTATION)."""
+    args = _clean_args(args)
     if "port" not in args:
         raise ValueError("Missing required argument: port")
     keys = _keys_from_args(args)
