@@ -238,6 +238,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PATCH(self):
         self._handle()
 
+    def do_HEAD(self):
+        self._handle()
+
     # -- plumbing
     def _read_body(self):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -451,8 +454,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 event = body.get("event")
                 if not isinstance(event, str) or not event:
                     raise ApiError(400, "event is required")
+                extra = {"signature_in_data": True} if body.get("signature_in_data") else {}
                 srv.sender.emit(body.get("client", srv.service.client), event,
-                                atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []))
+                                atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []), **extra)
                 self._send(200, {"emitted": event})
             elif name == "deliveries" and method == "GET":
                 self._send(200, {"deliveries": list(getattr(srv.sender, "deliveries", []))})

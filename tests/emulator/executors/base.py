@@ -10,7 +10,10 @@ class Executor:
 
     ``migration`` is the emulator's full record (a copy), secrets included: ``remote-pass``,
     ``ssh-id``, ``ssh-id-pass`` and ``generated-ssh-id`` live under ``migration["args"]`` the way
-    they were sent (``generated-ssh-id`` is the private half of a generated identity, OpenSSH PEM).
+    they were sent (``generated-ssh-id`` is the private half of a generated identity, OpenSSH PEM);
+    for convenience every ``args`` entry is also copied to the top level (``migration["remote-host"]``).
+    ``migration["auth"]`` is ``password``, ``key``, ``key-passphrase`` or ``generated``.
+    ``site`` has ``id``, ``domain`` and ``storage`` (created before ``run`` is called).
     ``ticket.add_message(text)`` appends one progress line to the response ticket.
     """
 
