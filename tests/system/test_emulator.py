@@ -678,6 +678,24 @@ def test_state_persists_across_restart(tmp_path):
         emu.stop()
 
 
+def test_restart_ends_interrupted_operations_as_failures(tmp_path):
+    state = tmp_path / "state.json"
+    emu = start_emulator(tmp_path / "w1", state_file=state, extra_args=["--accept-delay", "0"])
+    try:
+        fast(emu, run=30.0)
+        mid = create(emu, 1002, **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+        tid = start(emu, mid, "ready")
+    finally:
+        emu.stop()
+    emu = start_emulator(tmp_path / "w2", state_file=state)
+    try:
+        assert get_migration(emu, mid)["state"] == "migration-failed"
+        data = call(emu, "POST", "response-ticket/get/full", {"response-ticket-id": tid}).json()["data"]
+        assert data["status"] == "failure" and "Interrupted" in data["responses"][-1]["message"]
+    finally:
+        emu.stop()
+
+
 def test_launcher_cli_detached_and_stop(tmp_path):
     json_out, pid_file = tmp_path / "emu.json", tmp_path / "emu.pid"
     launcher = str(EMULATOR_DIR / "launcher.py")
