@@ -125,6 +125,13 @@ options:
     description: Stored-but-not-emitted events kept in memory; beyond it they are read back from the spool.
     type: int
     default: 10000
+  emit_confirm_delay:
+    description:
+      - Seconds after an event was handed to the rulebook before its emitted position is recorded.
+        Events handed over in that window before a crash are emitted again after the restart
+        (at least once, with the same C(meta.delivery_id)); rules should be idempotent on it.
+    type: float
+    default: 1.0
 """
 
 EXAMPLES = r"""
@@ -256,7 +263,7 @@ class Spool:
     """
 
     def __init__(self, directory: str, max_bytes: int = 64 << 20, dedupe_size: int = 100000,
-                 memory_backlog: int = 10000) -> None:
+                 memory_backlog: int = 10000, confirm_delay: float = 1.0) -> None:
         self.dir = directory
         self.path = os.path.join(directory, "spool.log")
         self.old_path = self.path + ".1"
@@ -264,6 +271,8 @@ class Spool:
         self.max_bytes = max_bytes
         self.dedupe_size = dedupe_size
         self.memory_backlog = memory_backlog
+        self.confirm_delay = max(0.0, float(confirm_delay))
+        self._put_times: deque = deque()    # (seq, monotonic time it was put on the queue)
         self.seen: OrderedDict[str, str] = OrderedDict()   # delivery id -> body fingerprint
         self.inflight: dict[str, tuple[str, asyncio.Future]] = {}
         self.next_seq = 1
@@ -284,6 +293,7 @@ class Spool:
         self._carry: deque = deque()        # events recovered from spool.log.1 (rare)
         self._wake = asyncio.Event()
         self._mark_task: asyncio.Task | None = None
+        self._stopping = False
 
     # -- start-up and recovery --------------------------------------------------------------
     def open(self) -> None:
@@ -454,7 +464,8 @@ class Spool:
             raise
 
     def _caught_up(self) -> bool:
-        return self.emitted_seq == self.durable_seq and not self._memory and not self._carry
+        return (self.marked_seq == self.durable_seq and not self._memory and not self._carry
+                and (self._mark_task is None or self._mark_task.done()))
 
     def _rotate(self) -> None:
         os.close(self._fd)
@@ -462,13 +473,12 @@ class Spool:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         mark_tmp = self.emitted_path + ".tmp"
         with open(mark_tmp, "wb") as handle:
-            handle.write(b"%d\n" % self.emitted_seq)
+            handle.write(b"%d\n" % self.marked_seq)
             handle.flush()
             os.fsync(handle.fileno())
         os.close(self._emitted_fd)
         os.replace(mark_tmp, self.emitted_path)
         self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
-        self.marked_seq = self.emitted_seq
         _sync_dir(self.dir)
         self.durable_offset = 0
         self._read_offset = 0
@@ -527,14 +537,26 @@ class Spool:
         if end_offset is not None:
             self._read_offset = end_offset
         self.stats["emitted"] += 1
+        self._put_times.append((seq, time.monotonic()))
         if self._mark_task is None or self._mark_task.done():
             self._mark_task = asyncio.get_running_loop().create_task(self._mark_loop())
 
     async def _mark_loop(self) -> None:
+        """Record emitted positions once they are ``confirm_delay`` seconds old (grouped).
+
+        The rulebook takes an event from the queue and acts on it a little later; an event whose
+        mark was not written yet when the process died is emitted again after a restart (at least
+        once, same delivery id).
+        """
         loop = asyncio.get_running_loop()
-        while self.marked_seq < self.emitted_seq:
-            await asyncio.sleep(0.005)          # group marks
-            seq = self.emitted_seq
+        while self._put_times and not self._stopping:
+            await asyncio.sleep(min(0.05, self.confirm_delay) if self.confirm_delay else 0.005)
+            limit = time.monotonic() - self.confirm_delay
+            seq = None
+            while self._put_times and self._put_times[0][1] <= limit:
+                seq = self._put_times.popleft()[0]
+            if seq is None or seq <= self.marked_seq:
+                continue
             try:
                 await loop.run_in_executor(None, self._write_mark, seq)
             except Exception as exc:  # pylint: disable=broad-except
@@ -546,7 +568,9 @@ class Spool:
         os.write(self._emitted_fd, b"%d\n" % seq)
         _sync(self._emitted_fd)
 
-    async def flush_marks(self) -> None:
+    async def stop_marks(self) -> None:
+        """Stop recording marks (the recent, unconfirmed events are emitted again next start)."""
+        self._stopping = True
         if self._mark_task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._mark_task), 2)
@@ -723,7 +747,8 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     spool = Spool(args.get("spool_dir") or _default_spool_dir(args["port"]),
                   max_bytes=int(args.get("spool_max_bytes", 64 << 20)),
                   dedupe_size=int(args.get("dedupe_size", 100000)),
-                  memory_backlog=int(args.get("memory_backlog", 10000)))
+                  memory_backlog=int(args.get("memory_backlog", 10000)),
+                  confirm_delay=float(args.get("emit_confirm_delay", 1.0)))
     spool.open()
     receiver = Receiver(args, spool, keys)
     app = web.Application(client_max_size=receiver.max_body)
@@ -745,7 +770,7 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     finally:
         emitter.cancel()
         await runner.cleanup()
-        await spool.flush_marks()
+        await spool.stop_marks()
         spool.close()
 
 

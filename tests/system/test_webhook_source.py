@@ -1,0 +1,418 @@
+"""The wpcloud.hosting.webhook event source in-process (loaded with runpy, as ansible-rulebook does),
+on a real HTTPS socket on 127.0.0.1, fed by the emulator's WebhookSender and by raw requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import runpy
+import ssl
+import threading
+
+import pytest
+
+from test_webhook_support import (SOURCE_FILE, delivery_id_of, free_port, ref_digest, tls_files)
+
+aiohttp = pytest.importorskip("aiohttp")
+
+from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
+
+KEY = "source-test-key-0123456789abcdef"
+OLD_KEY = "source-test-old-key-fedcba9876"
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    return runpy.run_path(str(SOURCE_FILE))
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    ca_path, cert_path, key_path = tls_files(tmp_path_factory.mktemp("tls"))
+    return {"ca": ca_path, "cert": cert_path, "key": key_path}
+
+
+class Harness:
+    """Runs main(queue, args) in a background event loop; a consumer collects emitted events."""
+
+    def __init__(self, plugin, args, queue_size=1):
+        self.plugin = plugin
+        self.args = args
+        self.events = []
+        self.error = None
+        self.loop = asyncio.new_event_loop()
+        self.queue_size = queue_size
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = threading.Event()
+        self.pause = threading.Event()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:  # noqa: BLE001
+            self.error = exc
+        finally:
+            self.started.set()
+
+    async def _main(self):
+        self.queue = asyncio.Queue(self.queue_size)
+        self.task = asyncio.ensure_future(self.plugin["main"](self.queue, self.args))
+        consumer = asyncio.ensure_future(self._consume())
+        self.started.set()
+        try:
+            await self.task
+        finally:
+            consumer.cancel()
+
+    async def _consume(self):
+        while True:
+            while self.pause.is_set():
+                await asyncio.sleep(0.01)
+            self.events.append(await self.queue.get())
+
+    def start(self):
+        self.thread.start()
+        self.started.wait(10)
+        return self
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.task.cancel)
+            self.thread.join(10)
+
+
+def run_source(plugin, args):
+    """Start, return the harness; the caller stops it."""
+    return Harness(plugin, args).start()
+
+
+def base_args(tmp_path, tls, port, **extra):
+    args = {"host": "127.0.0.1", "port": port, "certfile": tls["cert"], "keyfile": tls["key"],
+            "hmac_secret": "%s,%s" % (KEY, OLD_KEY), "spool_dir": str(tmp_path / "spool"),
+            "emit_confirm_delay": 0}
+    args.update(extra)
+    return args
+
+
+def wait(predicate, timeout=10):
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    raise AssertionError("timeout")
+
+
+async def _post(url, body, ca, content_type="application/json", headers=None):
+    ctx = ssl.create_default_context(cafile=ca)
+    async with aiohttp.ClientSession() as session:
+        hdrs = {"Content-Type": content_type}
+        hdrs.update(headers or {})
+        async with session.post(url, data=body, headers=hdrs, ssl=ctx) as resp:
+            return resp.status, await resp.text()
+
+
+def post(url, body, ca, **kw):
+    return asyncio.run(_post(url, body, ca, **kw))
+
+
+def ready(url, ca):
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=ca)
+
+    def ok():
+        try:
+            with urllib.request.urlopen(url + "/healthz", context=ctx, timeout=2) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+    wait(ok)
+
+
+def healthz(url, ca):
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=ca)
+    with urllib.request.urlopen(url + "/healthz", context=ctx, timeout=2) as resp:
+        return json.loads(resp.read())
+
+
+def test_sender_events_emitted_with_delivery_ids(plugin, tls, tmp_path):
+    port = free_port()
+    url = "https://127.0.0.1:%d" % port
+    harness = run_source(plugin, base_args(tmp_path, tls, port))
+    try:
+        ready(url, tls["ca"])
+        meta = {"webhook_url": url + "/hooks/wpcloud", "webhook_hmac_key": KEY}
+        sender = WebhookSender(lambda client, key: meta.get(key), ca_path=tls["ca"], retry_delay=0.1)
+        sender.emit("demo", "site_provisioned", 101)
+        sender.emit("demo", "domain_name_changed", 101, {"passed_old": "a.example", "passed_new": "b.example",
+                                                        "then_api_current": "b.example",
+                                                        "then_db_siteurl": "https://b.example"})
+        sender.emit("demo", "wp_version_changed", 101, {"version": "previous"})
+        sender.emit("demo", "made_up_event", None, {"nested": {"new_field": [1, 2]}, "x": None})
+        sender.emit("demo", "malware-scanner-results", 101, {"status": "clean", "results": []},
+                    signature_in_data=True)
+        assert sender.wait_idle(20)
+        meta["webhook_hmac_key"] = OLD_KEY                       # rotation: old key still active
+        sender.emit("demo", "response_ticket_updated", 101, {"response-ticket-id": "t.1", "status": "success"})
+        sender.close()
+        assert [d["status"] for d in sender.deliveries] == [200] * 6
+        assert all(d["attempt"] == 1 for d in sender.deliveries)
+        wait(lambda: len(harness.events) == 6)
+    finally:
+        harness.stop()
+    by_event = {e["payload"]["event"]: e for e in harness.events}
+    assert set(by_event) == {"site_provisioned", "domain_name_changed", "wp_version_changed",
+                             "made_up_event", "malware-scanner-results", "response_ticket_updated"}
+    for delivery in sender.deliveries:
+        event = by_event[delivery["event"]]
+        assert event["meta"]["delivery_id"] == delivery_id_of(delivery["body"])
+        assert event["payload"] == json.loads(delivery["body"])       # untouched, unknown fields too
+        assert event["meta"]["endpoint"] == "hooks/wpcloud"
+    assert by_event["response_ticket_updated"]["meta"]["signature"]["key_index"] == 1
+    assert by_event["site_provisioned"]["meta"]["signature"] == {"verified": True, "key_index": 0,
+                                                                 "location": "top"}
+    mal = by_event["malware-scanner-results"]
+    assert mal["meta"]["signature"]["location"] == "data"
+    assert isinstance(mal["payload"]["data"]["signature"]["timestamp"], int)
+    assert by_event["made_up_event"]["payload"]["data"] == {"nested": {"new_field": [1, 2]}, "x": None}
+
+
+def test_rejections_and_duplicates(plugin, tls, tmp_path):
+    port = free_port()
+    url = "https://127.0.0.1:%d/hook" % port
+    harness = run_source(plugin, base_args(tmp_path, tls, port, max_body_size=4096))
+    try:
+        ready(url.rsplit("/", 1)[0], tls["ca"])
+        good = build_body("site_provisioned", 7, None, KEY).decode()
+        payload = json.loads(good)
+        forged = build_body("site_provisioned", 8, None, "not-the-key").decode()
+        tampered = dict(payload, event="domain_name_changed")
+        replayed_other_body = dict(payload, atomic_site_id=9999, data={"evil": True})
+        unsigned = json.dumps({"event": "site_provisioned", "timestamp": 1, "data": []})
+        upper = json.loads(build_body("wp_version_changed", 7, {"version": "latest"}, KEY))
+        upper["signature"]["signature"] = upper["signature"]["signature"].upper()
+
+        assert post(url, good, tls["ca"])[0] == 200
+        assert post(url, good, tls["ca"])[0] == 200                    # redelivery: 200, not emitted again
+        assert post(url, json.dumps(replayed_other_body), tls["ca"])[0] == 409
+        assert post(url, forged, tls["ca"])[0] == 401
+        assert post(url, json.dumps(tampered), tls["ca"])[0] == 401
+        assert post(url, unsigned, tls["ca"])[0] == 401
+        assert post(url, "{not json", tls["ca"])[0] == 400
+        assert post(url, "[1, 2]", tls["ca"])[0] == 400
+        assert post(url, good, tls["ca"], content_type="text/plain")[0] == 415
+        assert post(url, good, tls["ca"], content_type="application/x-www-form-urlencoded")[0] == 415
+        big = json.dumps(dict(payload, data={"pad": "x" * 5000}))
+        assert post(url, big, tls["ca"])[0] == 413
+        assert post(url, json.dumps(upper), tls["ca"])[0] == 200
+        # secret-bearing headers never reach the event
+        probe = build_body("header_probe", None, {"k": 1}, KEY)
+        status, _ = post(url, probe, tls["ca"], headers={"Authorization": "Bearer abc", "Cookie": "a=b",
+                                                           "X-Hub-Signature-256": "sha256=00",
+                                                           "X-Api-Key": "k", "X-Trace": "keep-me"})
+        assert status == 200
+        wait(lambda: len(harness.events) == 3)
+        counters = healthz(url.rsplit("/", 1)[0], tls["ca"])
+    finally:
+        harness.stop()
+    events = [e["payload"]["event"] for e in harness.events]
+    assert events == ["site_provisioned", "wp_version_changed", "header_probe"]
+    assert harness.events[0]["payload"]["atomic_site_id"] == 7
+    headers = {k.lower() for k in harness.events[2]["meta"]["headers"]}
+    assert "x-trace" in headers
+    assert not headers & {"authorization", "cookie", "x-hub-signature-256", "x-api-key"}
+    assert counters["duplicates"] == 1 and counters["conflicts"] == 1 and counters["stored"] == 3
+    assert counters["rejected"] == 8
+
+
+def test_refuses_to_start_without_key_or_tls(plugin, tls, tmp_path, monkeypatch):
+    monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEYS", raising=False)
+    monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEY", raising=False)
+    args = base_args(tmp_path, tls, free_port())
+    args["hmac_secret"] = ""
+    with pytest.raises(ValueError, match="allow_unsigned"):
+        asyncio.run(plugin["main"](asyncio.Queue(), args))
+    args = base_args(tmp_path, tls, free_port())
+    del args["certfile"]
+    with pytest.raises(ValueError, match="allow_insecure_http"):
+        asyncio.run(plugin["main"](asyncio.Queue(), args))
+
+
+def test_env_key_fallback_and_unsigned_mode(plugin, tls, tmp_path, monkeypatch):
+    monkeypatch.setenv("WPCLOUD_WEBHOOK_HMAC_KEYS", "%s, %s" % (OLD_KEY, KEY))
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    args = {"host": "127.0.0.1", "port": port, "allow_insecure_http": True,
+            "spool_dir": str(tmp_path / "s1"), "emit_confirm_delay": 0}
+    harness = run_source(plugin, args)
+    try:
+        wait(lambda: _http_ok(url))
+        assert _raw_post(url, build_body("e", None, None, KEY)) == 200
+        wait(lambda: len(harness.events) == 1)
+        assert harness.events[0]["meta"]["signature"]["key_index"] == 1
+    finally:
+        harness.stop()
+    monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEYS")
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    harness = run_source(plugin, {"host": "127.0.0.1", "port": port, "allow_insecure_http": "true",
+                                  "allow_unsigned": True, "spool_dir": str(tmp_path / "s2")})
+    try:
+        wait(lambda: _http_ok(url))
+        body = json.dumps({"event": "x", "timestamp": 1, "data": []})
+        assert _raw_post(url, body) == 200
+        assert _raw_post(url, body) == 200                     # same body = same delivery
+        wait(lambda: len(harness.events) == 1)
+        assert harness.events[0]["meta"]["delivery_id"].startswith("body-")
+        assert harness.events[0]["meta"]["signature"] == {"verified": False}
+    finally:
+        harness.stop()
+
+
+def _http_ok(url):
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def _raw_post(url, body):
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url + "/", data=body if isinstance(body, bytes) else body.encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_bearer_token_and_freshness(plugin, tls, tmp_path):
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    harness = run_source(plugin, {"host": "127.0.0.1", "port": port, "allow_insecure_http": True,
+                                  "hmac_secret": [KEY], "token": "tok-123", "max_age": 1,
+                                  "spool_dir": str(tmp_path / "s"), "emit_confirm_delay": 0})
+    try:
+        wait(lambda: _http_ok(url))
+        import urllib.request
+        import time
+
+        def send(body, token="tok-123"):
+            req = urllib.request.Request(url + "/", data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer " + token})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    return resp.status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+        import urllib.error
+        old = build_body("e", None, None, KEY, ts="10000000000000000", salt="aa")
+        assert send(build_body("e", None, None, KEY), token="wrong") == 401
+        assert send(build_body("e", None, None, KEY, ts="20000000000000000", salt="bb")) == 200
+        time.sleep(1.3)
+        assert send(build_body("e", None, None, KEY, ts="20000000000000001", salt="cc")) == 200
+        assert send(old) == 401                                 # older than what was seen >1 s ago
+        wait(lambda: len(harness.events) == 2)
+    finally:
+        harness.stop()
+
+
+def test_restart_emits_stored_events_and_remembers_deliveries(plugin, tls, tmp_path):
+    """Stored but unemitted events (consumer stalled) come out after a restart, in order, once."""
+    port = free_port()
+    url = "https://127.0.0.1:%d" % port
+    # the stalled queue holds one event: with a long confirm delay its mark is never written
+    args = base_args(tmp_path, tls, port, memory_backlog=5, emit_confirm_delay=60)
+    harness = Harness(plugin, args)
+    harness.pause.set()                       # the rulebook takes nothing
+    harness.start()
+    bodies = [build_body("ev_%02d" % i, i, {"i": i}, KEY) for i in range(30)]
+    try:
+        ready(url, tls["ca"])
+        for body in bodies:
+            assert post(url + "/", body, tls["ca"])[0] == 200
+    finally:
+        harness.stop()
+    # nothing consumed except possibly the one item the queue (size 1) held
+    assert len(harness.events) == 0
+    second = run_source(plugin, args)
+    try:
+        ready(url, tls["ca"])
+        wait(lambda: len(second.events) == 30)
+        counters = healthz(url, tls["ca"])
+        assert counters["recovered"] == 30
+        # a redelivery of a stored event after the restart: 200, not emitted again
+        assert post(url + "/", bodies[3], tls["ca"])[0] == 200
+        import time
+        time.sleep(0.3)
+    finally:
+        second.stop()
+    assert [e["payload"]["event"] for e in second.events] == ["ev_%02d" % i for i in range(30)]
+    assert [e["meta"]["delivery_id"] for e in second.events] == [delivery_id_of(b) for b in bodies]
+    spool = tmp_path / "spool"
+    assert KEY not in (spool / "spool.log").read_text()
+
+
+def test_torn_spool_tail_is_cut(plugin, tls, tmp_path):
+    port = free_port()
+    url = "https://127.0.0.1:%d" % port
+    args = base_args(tmp_path, tls, port)
+    harness = run_source(plugin, args)
+    body = build_body("first", 1, None, KEY)
+    try:
+        ready(url, tls["ca"])
+        assert post(url + "/", body, tls["ca"])[0] == 200
+        wait(lambda: len(harness.events) == 1)
+    finally:
+        harness.stop()
+    with open(tmp_path / "spool" / "spool.log", "ab") as handle:
+        handle.write(b"2\tsig-x\tfp\t{\"payload\": {\"ev")       # crash in the middle of a write
+    second = run_source(plugin, args)
+    try:
+        ready(url, tls["ca"])
+        assert post(url + "/", build_body("second", 1, None, KEY), tls["ca"])[0] == 200
+        wait(lambda: any(e["payload"]["event"] == "second" for e in second.events))
+    finally:
+        second.stop()
+    lines = (tmp_path / "spool" / "spool.log").read_bytes().splitlines()
+    assert [line.split(b"\t")[0] for line in lines] == [b"1", b"2"]
+    # "first" was emitted with emit_confirm_delay 0 before the stop: not emitted again
+    assert [e["payload"]["event"] for e in second.events] == ["second"]
+
+
+def test_spool_rotation(plugin, tls, tmp_path):
+    port = free_port()
+    url = "https://127.0.0.1:%d" % port
+    args = base_args(tmp_path, tls, port, spool_max_bytes=2000)
+    harness = run_source(plugin, args)
+    bodies = [build_body("rot", i, {"i": i}, KEY) for i in range(40)]
+    try:
+        ready(url, tls["ca"])
+        for body in bodies:
+            assert post(url + "/", body, tls["ca"])[0] == 200
+            wait(lambda: len(harness.events) >= 1 and harness.events[-1]["payload"]["atomic_site_id"] ==
+                 json.loads(body)["atomic_site_id"])
+    finally:
+        harness.stop()
+    spool = tmp_path / "spool"
+    assert (spool / "spool.log.1").exists()
+    assert os.path.getsize(spool / "spool.log") < 4000
+    assert len(harness.events) == 40
+    second = run_source(plugin, args)
+    try:
+        ready(url, tls["ca"])
+        assert post(url + "/", bodies[-1], tls["ca"])[0] == 200      # still known after restart
+        import time
+        time.sleep(0.3)
+    finally:
+        second.stop()
+    assert second.events == []
