@@ -102,25 +102,31 @@ def inspect_ssh_id(ssh_id, ssh_id_pass):
                             "(pip install cryptography).")
     if not ssh_id.strip():
         raise ModuleFailure("ssh_id is empty: pass the text of an SSH private key (OpenSSH or PEM format).")
-    password = ssh_id_pass.encode("utf-8") if ssh_id_pass is not None else None
+    unreadable = ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format). "
+                               "Pass the key's text, for example with lookup('file', 'id_ed25519').")
+    # First without a passphrase: that tells an encrypted key from one that is not.
     try:
-        key = _load_private_key(ssh_id, password)
-    except TypeError as exc:
-        if password is None:
-            raise ModuleFailure("ssh_id is an encrypted private key: pass its passphrase in ssh_id_pass.")
-        if "not encrypted" in str(exc):
-            raise ModuleFailure("ssh_id_pass was given but ssh_id is not encrypted: remove ssh_id_pass "
-                                "(the service must only get a passphrase for a protected key).")
-        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format).")
-    except ValueError as exc:
-        if password is not None and ("password" in str(exc).lower() or "decrypt" in str(exc).lower()
-                                     or "passphrase" in str(exc).lower() or "bad decrypt" in str(exc).lower()):
-            raise ModuleFailure("ssh_id_pass does not open ssh_id: the passphrase is wrong.")
-        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format). "
-                            "Pass the key's text, for example with lookup('file', 'id_ed25519').")
+        key = _load_private_key(ssh_id, None)
+        encrypted = False
+    except TypeError:
+        encrypted = True
     except Exception:  # pylint: disable=broad-exception-caught
-        # cryptography raises a few other types for malformed input; never echo it.
-        raise ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format).")
+        # cryptography raises ValueError and a few other types for malformed input; never echo it.
+        raise unreadable
+    if not encrypted and ssh_id_pass is not None:
+        raise ModuleFailure("ssh_id_pass was given but ssh_id is not encrypted: remove ssh_id_pass "
+                            "(the service must only get a passphrase for a protected key).")
+    if encrypted:
+        if ssh_id_pass is None:
+            raise ModuleFailure("ssh_id is an encrypted private key: pass its passphrase in ssh_id_pass.")
+        try:
+            key = _load_private_key(ssh_id, ssh_id_pass.encode("utf-8"))
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            if type(exc).__name__ == "UnsupportedAlgorithm":
+                # OpenSSH's own key encryption uses bcrypt_pbkdf, which cryptography delegates to bcrypt.
+                raise ModuleFailure("ssh_id is a passphrase-protected OpenSSH key; checking its passphrase needs "
+                                    "the Python library 'bcrypt' on the controller (pip install bcrypt).")
+            raise ModuleFailure("ssh_id_pass does not open ssh_id: the passphrase is wrong.")
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     blob = base64.b64decode(public.split()[1])
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
