@@ -440,7 +440,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 srv.faults.set([])
                 srv.requests.clear()
                 srv.service.reset()
-                self._configure_executor(srv.config.get("executor"))
+                try:
+                    self._configure_executor(srv.executor_reset_config)
+                except ApiError as exc:  # an executor without settings must not break reset
+                    LOG.warning("executor not reset: %s", exc.message)
                 self._send(200, {"reset": True})
             elif name == "sites" and method == "POST":
                 self._send(200, srv.service.hook_add_site(body))
@@ -573,8 +576,13 @@ def main(argv=None):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
     api_key = args.api_key or secrets.token_urlsafe(24)
+    # What reset restores: the scripted outcomes, plus the chosen executor's own options if not scripted.
+    reset_config = dict(config.get("executor") or {})
+    if args.executor != "scripted":
+        reset_config.update(config.get("executor_options", {}).get(args.executor) or {})
     server = EmulatorServer(("127.0.0.1", args.port), context, service=service, faults=Faults(),
-                            requests=RequestLog(), api_key=api_key, config=config, sender=sender)
+                            requests=RequestLog(), api_key=api_key, config=config, sender=sender,
+                            executor_reset_config=reset_config)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

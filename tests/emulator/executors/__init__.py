@@ -14,7 +14,9 @@ def load_executor(name, options):
         module = importlib.import_module("executors.%s" % name)
     except ModuleNotFoundError as exc:
         if exc.name != "executors.%s" % name:
-            raise  # the module exists but one of its own imports (e.g. paramiko) is missing
+            # The module exists but one of its own imports (e.g. paramiko) is missing.
+            raise RuntimeError("executor %r needs the Python package %r, which is not installed"
+                               % (name, exc.name)) from exc
         raise RuntimeError("executor %r is not available: tests/emulator/executors/%s.py is missing"
                            % (name, name)) from exc
     try:

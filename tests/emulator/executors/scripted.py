@@ -8,7 +8,8 @@ Configuration (config file key ``executor`` and ``POST /_emulator/executor``)::
 
 A host entry overrides the default per operation; missing fields fall back to the default. The
 messages mimic what a real SSH/rsync/WP-CLI pull prints, so clients can be tested on telling the
-failure kinds apart from the ticket text (spec 4.5 step 4).
+failure kinds apart from the ticket text (spec 4.5 step 4); the texts come from messages.py,
+shared with the SSH executor.
 """
 
 import copy
@@ -17,11 +18,11 @@ import shutil
 import threading
 import time
 
+from executors import messages as M
 from executors.base import Executor
 
 PREFLIGHT_OUTCOMES = ("success", "auth_failed", "docroot_missing", "wp_cli_missing", "rsync_missing")
 RUN_OUTCOMES = ("success", "failure")
-COMMON_DOCROOTS = "public_html, htdocs, www, /var/www/html"
 
 DEFAULT_CONFIG = {
     "default": {"preflight": {"outcome": "success", "duration": 0.5},
@@ -106,36 +107,25 @@ class ScriptedExecutor(Executor):
         args = migration["args"]
         host, user, port = args["remote-host"], args["remote-user"], args.get("remote-port", 22)
         outcome, duration = self._plan(host, "preflight")
-        method = {"password": "password", "generated": "publickey", "key": "publickey",
-                  "key-passphrase": "publickey"}.get(migration.get("auth"), "publickey")
-        docroot = args.get("remote-docroot") or ""
-        connect = "Connecting to %s@%s:%s" % (user, host, port)
-        authed = "Authenticated to %s ([%s]:%s) using \"%s\"." % (host, host, port, method)
-        lines = [connect]
+        method = "password" if migration.get("auth") == "password" else "publickey"
+        where = args.get("remote-docroot") or M.COMMON_DOCROOTS_TEXT
+        lines = [M.connecting(user, host, port)]
         if outcome == "auth_failed":
-            lines += ["%s@%s: Permission denied (publickey,password)." % (user, host),
-                      "Preflight failed: could not authenticate to %s as %s." % (host, user)]
+            lines += [M.permission_denied(user, host), M.auth_failed(host, user)]
         else:
-            lines.append(authed)
-            lines.append("Looking for a WordPress installation in: %s" % (docroot or COMMON_DOCROOTS))
+            lines += [M.authenticated(host, port, method), M.looking_for(where)]
             if outcome == "docroot_missing":
-                lines += ["Could not locate a WordPress installation (wp-config.php) in: %s"
-                          % (docroot or COMMON_DOCROOTS),
-                          "Preflight failed: set remote-docroot to the directory that holds wp-config.php."]
+                lines += [M.docroot_missing(where), M.DOCROOT_MISSING_HINT]
             else:
-                found = docroot or "public_html"
-                lines.append("Found WordPress installation in %s" % found)
+                lines.append(M.docroot_found(args.get("remote-docroot") or "public_html"))
                 if outcome == "wp_cli_missing":
-                    lines += ["bash: line 1: wp: command not found",
-                              "Preflight failed: WP-CLI is not available on the remote host."]
+                    lines += [M.WP_NOT_FOUND, M.WP_CLI_MISSING]
                 else:
-                    lines.append("WP-CLI 2.11.0 found; WordPress 6.8.3, database reachable")
+                    lines.append(M.wp_cli_found("2.11.0", "6.8.3"))
                     if outcome == "rsync_missing":
-                        lines += ["bash: line 1: rsync: command not found",
-                                  "Preflight failed: rsync is not installed on the remote host."]
+                        lines += [M.RSYNC_NOT_FOUND, M.RSYNC_MISSING]
                     else:
-                        lines += ["rsync  version 3.2.7  protocol version 31",
-                                  "Preflight checks passed."]
+                        lines += ["rsync  version 3.2.7  protocol version 31", M.PREFLIGHT_PASSED]
         self._play(ticket, lines, duration)
         return outcome == "success"
 
@@ -143,26 +133,21 @@ class ScriptedExecutor(Executor):
         args = migration["args"]
         host, user = args["remote-host"], args["remote-user"]
         outcome, duration = self._plan(host, "run")
-        source = args.get("remote-docroot") or "public_html"
-        lines = ["Starting migration from %s@%s:%s to site %s (%s)"
-                 % (user, host, source, site["id"], site["domain"]),
-                 "Exporting database on %s" % host,
-                 "Database export complete: 12 tables, 1.2 MB",
-                 "Syncing files: 25%", "Syncing files: 50%"]
+        lines = [M.starting(user, host, args.get("remote-docroot") or "public_html", site["id"], site["domain"]),
+                 M.exporting(host), M.export_complete(12, "1.2 MB"), M.syncing(25), M.syncing(50)]
         if outcome == "failure":
             lines += ["rsync: [receiver] write failed on \"wp-content/uploads/2024/archive.zip\": "
                       "No space left on device (28)",
                       "rsync error: error in file IO (code 11) at receiver.c(381) [receiver=3.2.7]",
-                      "Migration failed: the file copy did not complete."]
+                      M.FILE_COPY_FAILED]
             self._play(ticket, lines, duration)
             return False
-        lines += ["Syncing files: 75%", "Syncing files: 100%", "Importing database"]
+        lines += [M.syncing(75), M.syncing(100), M.IMPORTING]
         if args.get("remote-domain"):
-            lines.append("Replacing %s with %s in the database" % (args["remote-domain"], site["domain"]))
-        lines.append("Migration complete.")
-        self._play(ticket, lines[:-1], duration)
+            lines.append(M.replacing(args["remote-domain"], site["domain"]))
+        self._play(ticket, lines, duration)
         self._write_storage(migration, site)
-        ticket.add_message(lines[-1])
+        ticket.add_message(M.MIGRATION_COMPLETE)
         return True
 
     @staticmethod
