@@ -50,6 +50,7 @@ def free_port():
 
 def tls_files(directory):
     """(ca_path, server pem with key) made with cryptography by the emulator's helper."""
+    os.makedirs(str(directory), exist_ok=True)
     ca_path, cert_path, key_path = make_tls_files(str(directory))
     return ca_path, cert_path, key_path
 
