@@ -26,22 +26,20 @@ PENDING = "pending"  # our name for a 202: the ticket exists but has no response
 MAX_CONCURRENT_POLLS = 16
 
 # Matching of failure messages to causes. The real service's wording is not published, so this is
-# the one place to adjust. Order matters: the first code whose pattern matches any message wins.
+# the one place to adjust. Messages are read from the last to the first (the cause of a failure is
+# reported last; earlier lines are progress such as "Found WordPress installation in public_html"),
+# and within one message the first code whose pattern matches wins.
 DIAGNOSES = [
     ("auth_failed",
-     [r"permission denied", r"authentication (?:failed|failure)", r"auth(?:entication)? fail",
-      r"could not authenticate", r"access denied for ssh", r"too many authentication failures",
-      r"bad passphrase", r"incorrect passphrase"],
+     [r"permission denied", r"authentication (?:failed|failure)", r"could not authenticate",
+      r"too many authentication failures", r"bad passphrase", r"incorrect passphrase",
+      r"host key verification failed"],
      "The service could not log in to the source over SSH. If the migration uses the identity the service "
      "generated, add the returned ssh_id_pub to ~/.ssh/authorized_keys of remote_user on remote_host; "
      "otherwise check remote_user, remote_pass or ssh_id/ssh_id_pass and that remote_port reaches sshd. "
      "Then update the migration and run preflight again."),
-    ("docroot_missing",
-     [r"wp-config\.php", r"document root", r"docroot", r"wordpress installation", r"no such file or directory"],
-     "No WordPress document root was found on the source. Set remote_docroot to the directory that "
-     "holds wp-config.php (for example /home/USER/public_html), update the migration and run preflight again."),
     ("wp_cli_missing",
-     [r"(?:^|[\s:])wp: (?:command )?not found", r"wp-cli (?:is )?(?:not|un)available", r"wp-cli.*not found",
+     [r"(?:^|[\s:])wp: (?:command )?not found", r"wp-cli (?:is )?(?:not|un)available", r"wp-cli.*not (?:found|installed)",
       r"wp-cli.*missing"],
      "WP-CLI (the wp command) is not available to remote_user on the source. Install WP-CLI on the source "
      "host, in a directory on the user's PATH for non-interactive SSH sessions, and run preflight again."),
@@ -49,6 +47,11 @@ DIAGNOSES = [
      [r"rsync: (?:command )?not found", r"rsync (?:is )?(?:not|un)available", r"rsync.*not installed"],
      "rsync is not available to remote_user on the source. Install rsync on the source host (for example "
      "apt-get install rsync) and run preflight again."),
+    ("docroot_missing",
+     [r"could not (?:locate|find) (?:a |the )?wordpress", r"no wordpress installation", r"wp-config\.php.*not found",
+      r"(?:document root|docroot).*(?:not found|does not exist|missing|no such)", r"set remote[-_]docroot"],
+     "No WordPress document root was found on the source. Set remote_docroot to the directory that "
+     "holds wp-config.php (for example /home/USER/public_html), update the migration and run preflight again."),
 ]
 UNKNOWN_HINT = ("The failure did not match a known cause; read the ticket messages. Correct the problem "
                 "with an update of the migration, then run preflight again.")
@@ -56,12 +59,12 @@ UNKNOWN_HINT = ("The failure did not match a known cause; read the ticket messag
 
 def diagnose(messages):
     """Return {code, hint, matched} for a failed ticket's messages."""
-    text = "\n".join(messages or [])
-    for code, patterns, hint in DIAGNOSES:
-        for pattern in patterns:
-            match = re.search(pattern, text, re.IGNORECASE | re.MULTILINE)
-            if match:
-                return {"code": code, "hint": hint, "matched": match.group(0).strip()}
+    for message in reversed(list(messages or [])):
+        for code, patterns, hint in DIAGNOSES:
+            for pattern in patterns:
+                match = re.search(pattern, message, re.IGNORECASE)
+                if match:
+                    return {"code": code, "hint": hint, "matched": match.group(0).strip()}
     return {"code": "unknown", "hint": UNKNOWN_HINT, "matched": None}
 
 
