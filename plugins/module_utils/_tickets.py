@@ -180,6 +180,7 @@ def run_ready(params, ctx):
             result.update(_wait_one(client, ticket_id, params, "migration run"))
         except ModuleFailure as failure:
             failure.details.setdefault("migration_id", migration_id)
+            failure.details.setdefault("state_before", state)
             raise
     return result
 
