@@ -33,7 +33,7 @@ DIAGNOSES = [
     ("auth_failed",
      [r"permission denied", r"authentication (?:failed|failure)", r"could not authenticate",
       r"too many authentication failures", r"bad passphrase", r"incorrect passphrase",
-      r"host key verification failed"],
+      r"host key verification failed", r"load key .*(?:invalid format|passphrase)"],
      "The service could not log in to the source over SSH. If the migration uses the identity the service "
      "generated, add the returned ssh_id_pub to ~/.ssh/authorized_keys of remote_user on remote_host; "
      "otherwise check remote_user, remote_pass or ssh_id/ssh_id_pass and that remote_port reaches sshd. "

@@ -343,8 +343,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 phrase = http.HTTPStatus(rule.status).phrase if rule.status in http.HTTPStatus._value2member_map_ \
                     else "Error"
                 entry["status"] = rule.status
-                self._envelope(rule.status, "%s (injected fault)" % phrase, [], headers)
-                self._log(entry, started)
+                try:
+                    self._envelope(rule.status, "%s (injected fault)" % phrase, [], headers)
+                finally:
+                    self._log(entry, started)
                 return
             if rule.extra_202:
                 service.add_extra_202(service.ticket_id_of(params), rule.extra_202)
@@ -355,8 +357,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._log(entry, started)
             self._reset_connection()
             return
-        self._envelope(status, message, data)
-        self._log(entry, started)
+        # Logged even when the client has gone (a timed-out client still caused the effect).
+        try:
+            self._envelope(status, message, data)
+        finally:
+            self._log(entry, started)
 
     def _api(self, endpoint, args, methods, params):
         service = self.server.service
