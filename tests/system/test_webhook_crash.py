@@ -94,6 +94,7 @@ def test_sigkill_during_delivery_loses_no_acknowledged_event(tmp_path):
 
         rb.start()
         health = rb.wait_ready(url, ca)
+        assert health["recovered"] > 0          # stored, unemitted events were found in the spool
         # the service retries what was not answered 200
         retry_results = {}
         asyncio.run(deliver(url + "/hook", ca, {i: bodies[i] for i in failed}, retry_results))

@@ -19,6 +19,9 @@ description:
     the file has been synced to disk (requests that arrive together share one fsync). Events are
     then emitted in order; the highest emitted position is recorded in a second append-only file,
     so after a crash or restart every stored event not yet emitted is emitted (at least once).
+  - The HTTPS listener runs in a child process of the rulebook (same Python), so acknowledging
+    deliveries never waits for the rule engine; the child ends with the rulebook. The keys reach
+    it through a pipe, never through the command line or the environment.
   - Each event carries a stable delivery id in C(meta.delivery_id) (derived from the signature's
     timestamp and salt, or from the SHA-256 of the body when unsigned). A redelivery of a stored
     event (the service retries up to two more times after a non-200 answer) is answered 200 and
@@ -121,10 +124,6 @@ options:
     type: list
     elements: str
     default: ["application/json"]
-  memory_backlog:
-    description: Stored-but-not-emitted events kept in memory; beyond it they are read back from the spool.
-    type: int
-    default: 10000
   emit_confirm_delay:
     description:
       - Seconds after an event was handed to the rulebook before its emitted position is recorded.
@@ -255,134 +254,96 @@ def _sync_dir(path: str) -> None:
         os.close(fd)
 
 
-class Spool:
-    """Append-only spool with group commit, ordered emission and durable emitted marks.
+def _read_records(path: str, start: int = 0, end: int | None = None, limit: int | None = None,
+                  window: int | None = None):
+    """Complete records of a spool file: (seq, delivery_id, fingerprint, end_offset, event bytes).
 
-    ``spool.log``: one line per stored event, ``seq<TAB>delivery_id<TAB>fingerprint<TAB>event json``.
-    ``emitted.log``: one line per mark, the highest seq handed to the rulebook queue.
+    ``window`` bounds the bytes read (a record larger than it is read whole on its own).
     """
+    size = -1 if end is None else max(0, end - start)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(size if window is None or 0 <= size <= window else window)
+            if window is not None and b"\n" not in data and len(data) == window:
+                data += handle.readline()
+    except FileNotFoundError:
+        return [], start
+    records = []
+    pos = 0
+    while limit is None or len(records) < limit:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        parts = data[pos:nl].split(b"\t", 3)
+        if len(parts) != 4 or not parts[0].isdigit():
+            break
+        records.append((int(parts[0]), parts[1].decode(), parts[2].decode(), start + nl + 1, parts[3]))
+        pos = nl + 1
+    return records, start + pos
 
-    def __init__(self, directory: str, max_bytes: int = 64 << 20, dedupe_size: int = 100000,
-                 memory_backlog: int = 10000, confirm_delay: float = 1.0) -> None:
+
+# ---------------------------------------------------------------------------------------------
+# Receiver process: HTTP, verification, duplicate memory, spool writes with grouped fsync.
+# It runs in its own process so that acknowledging deliveries never waits for the rule engine,
+# which shares the rulebook's event loop and Python thread.
+# ---------------------------------------------------------------------------------------------
+class SpoolWriter:
+    """Append-only ``spool.log`` (``seq<TAB>delivery_id<TAB>fingerprint<TAB>event json``) with group commit."""
+
+    def __init__(self, directory: str, max_bytes: int, dedupe_size: int, notify) -> None:
         self.dir = directory
         self.path = os.path.join(directory, "spool.log")
         self.old_path = self.path + ".1"
-        self.emitted_path = os.path.join(directory, "emitted.log")
         self.max_bytes = max_bytes
         self.dedupe_size = dedupe_size
-        self.memory_backlog = memory_backlog
-        self.confirm_delay = max(0.0, float(confirm_delay))
-        self._put_times: deque = deque()    # (seq, monotonic time it was put on the queue)
-        self.seen: OrderedDict[str, str] = OrderedDict()   # delivery id -> body fingerprint
+        self.notify = notify                      # callable(bytes line) to the parent
+        self.seen: OrderedDict[str, str] = OrderedDict()
         self.inflight: dict[str, tuple[str, asyncio.Future]] = {}
         self.next_seq = 1
         self.durable_seq = 0
-        self.durable_offset = 0       # size of spool.log that is synced
-        self.emitted_seq = 0          # highest seq put on the queue
-        self.marked_seq = 0           # highest seq recorded in emitted.log
-        self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0,
-                      "emitted": 0, "fsyncs": 0, "recovered": 0}
+        self.durable_offset = 0
+        self.marked_seq = 0                       # told by the parent: emitted and confirmed
+        self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0, "fsyncs": 0}
         self._fd = -1
-        self._emitted_fd = -1
         self._lock_fd = -1
-        self._pending: list[tuple[int, bytes, str, str, asyncio.Future, dict]] = []
+        self._pending: list = []
         self._writer: asyncio.Task | None = None
-        self._memory: deque = deque()       # (seq, end_offset, event) of durable, unemitted events
-        self._overflow = False              # memory skipped events: read them back from the file
-        self._read_offset = 0               # file position of the next event to emit
-        self._carry: deque = deque()        # events recovered from spool.log.1 (rare)
-        self._wake = asyncio.Event()
-        self._mark_task: asyncio.Task | None = None
-        self._stopping = False
 
-    # -- start-up and recovery --------------------------------------------------------------
-    def open(self) -> None:
+    def open(self, lock_timeout: float = 15.0) -> None:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self._lock_fd = os.open(os.path.join(self.dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
         if fcntl is not None:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise RuntimeError("spool directory %s is used by another receiver" % self.dir) from None
-        hw = self._read_mark()
-        self.emitted_seq = self.marked_seq = hw
-        max_seq = hw
-        for rec in self._scan(self.old_path, truncate=False)[0]:
-            seq, delivery_id, fingerprint, end, line = rec
+            deadline = time.monotonic() + lock_timeout   # a previous receiver may still be exiting
+            while True:
+                try:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("spool directory %s is used by another receiver" % self.dir) from None
+                    time.sleep(0.1)
+        max_seq = 0
+        for seq, delivery_id, fingerprint, _end, _event in _read_records(self.old_path)[0]:
             self._remember(delivery_id, fingerprint)
             max_seq = max(max_seq, seq)
-            if seq > hw:
-                self._carry.append((seq, json.loads(line)))
-        records, good = self._scan(self.path, truncate=True)
-        first_pending = None
-        start = 0
-        for seq, delivery_id, fingerprint, end, _line in records:
+        records, good = _read_records(self.path)
+        for seq, delivery_id, fingerprint, _end, _event in records:
             self._remember(delivery_id, fingerprint)
             max_seq = max(max_seq, seq)
-            if seq > hw and first_pending is None:
-                first_pending = start
-            start = end
-        self.next_seq = max_seq + 1
-        self.durable_seq = max_seq
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self.durable_offset = good
-        self._read_offset = good if first_pending is None else first_pending
-        self._overflow = first_pending is not None
-        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        _sync_dir(self.dir)
-        pending = len(self._carry) + sum(1 for r in records if r[0] > hw)
-        self.stats["recovered"] = pending
-        if pending:
-            logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet emitted will be emitted", pending)
-
-    def _read_mark(self) -> int:
-        try:
-            with open(self.emitted_path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return 0
-        value = 0
-        for line in data.split(b"\n")[:-1]:   # the part after the last newline may be torn
-            if line.isdigit():
-                value = max(value, int(line))
-        return value
-
-    def _scan(self, path: str, truncate: bool) -> tuple[list, int]:
-        """Records of a spool file and the length of its valid prefix (torn tail cut when asked)."""
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return [], 0
-        records = []
-        pos = 0
-        while True:
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break
-            parts = data[pos:nl].split(b"\t", 3)
-            if len(parts) != 4 or not parts[0].isdigit():
-                break
-            records.append((int(parts[0]), parts[1].decode(), parts[2].decode(), nl + 1, parts[3]))
-            pos = nl + 1
-        if truncate and pos < len(data):
-            logger.warning("wpcloud.hosting.webhook: cutting %d byte(s) of an unfinished record", len(data) - pos)
-            with open(path, "r+b") as handle:
-                handle.truncate(pos)
+        size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+        if good < size:
+            logger.warning("wpcloud.hosting.webhook: cutting %d byte(s) of an unfinished record", size - good)
+            with open(self.path, "r+b") as handle:
+                handle.truncate(good)
                 handle.flush()
                 os.fsync(handle.fileno())
-        return records, pos
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        _sync_dir(self.dir)
+        self.next_seq = max_seq + 1
+        self.durable_seq = max_seq
+        self.durable_offset = good
 
-    def close(self) -> None:
-        for fd in (self._fd, self._emitted_fd, self._lock_fd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._fd = self._emitted_fd = self._lock_fd = -1
-
-    # -- duplicate memory -------------------------------------------------------------------
     def _remember(self, delivery_id: str, fingerprint: str) -> None:
         self.seen[delivery_id] = fingerprint
         self.seen.move_to_end(delivery_id)
@@ -397,7 +358,6 @@ class Spool:
             return self.seen[delivery_id], None
         return None
 
-    # -- storing (group commit) -------------------------------------------------------------
     async def store(self, delivery_id: str, fingerprint: str, event: dict) -> None:
         """Return once the event is on disk (fsync); raise on a storage error."""
         loop = asyncio.get_running_loop()
@@ -407,7 +367,7 @@ class Spool:
                                       json.dumps(event, separators=(",", ":")).encode("utf-8"))
         future = loop.create_future()
         self.inflight[delivery_id] = (fingerprint, future)
-        self._pending.append((seq, line, delivery_id, fingerprint, future, event))
+        self._pending.append((seq, line, delivery_id, fingerprint, future))
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_loop())
         try:
@@ -421,8 +381,9 @@ class Spool:
             batch, self._pending = self._pending, []
             data = b"".join(item[1] for item in batch)
             try:
-                if self.durable_offset > self.max_bytes and self._caught_up():
+                if self.durable_offset > self.max_bytes and self.marked_seq >= self.durable_seq:
                     await loop.run_in_executor(None, self._rotate)
+                    self.notify(b"R\n")
                 await loop.run_in_executor(None, self._append, data)
             except Exception as exc:  # pylint: disable=broad-except
                 logger.error("wpcloud.hosting.webhook: spool write failed: %s", exc)
@@ -431,22 +392,15 @@ class Spool:
                         item[4].set_exception(exc)
                 continue
             self.stats["fsyncs"] += 1
-            offset = self.durable_offset
-            room = not self._overflow and len(self._memory) + len(batch) <= self.memory_backlog
-            for seq, line, delivery_id, fingerprint, _future, event in batch:
-                offset += len(line)
+            for _seq, _line, delivery_id, fingerprint, _future in batch:
                 self._remember(delivery_id, fingerprint)
-                if room:
-                    self._memory.append((seq, offset, event))
-                self.durable_seq = seq
-            if not room:
-                self._overflow = True
-            self.durable_offset = offset
+            self.durable_seq = batch[-1][0]
+            self.durable_offset += len(data)
             self.stats["stored"] += len(batch)
+            self.notify(b"D %d %d\n" % (self.durable_seq, self.durable_offset))
             for item in batch:
                 if not item[4].done():
                     item[4].set_result(None)
-            self._wake.set()
 
     def _append(self, data: bytes) -> None:
         view = memoryview(data)
@@ -456,126 +410,27 @@ class Spool:
                 view = view[written:]
             _sync(self._fd)
         except OSError:
-            # never leave half a record in front of the next batch
-            try:
+            try:       # never leave half a record in front of the next batch
                 os.ftruncate(self._fd, self.durable_offset)
             except OSError:
                 pass
             raise
 
-    def _caught_up(self) -> bool:
-        return (self.marked_seq == self.durable_seq and not self._memory and not self._carry
-                and (self._mark_task is None or self._mark_task.done()))
-
     def _rotate(self) -> None:
         os.close(self._fd)
         os.replace(self.path, self.old_path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        mark_tmp = self.emitted_path + ".tmp"
-        with open(mark_tmp, "wb") as handle:
-            handle.write(b"%d\n" % self.marked_seq)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.close(self._emitted_fd)
-        os.replace(mark_tmp, self.emitted_path)
-        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
         _sync_dir(self.dir)
         self.durable_offset = 0
-        self._read_offset = 0
-        self._overflow = False
 
-    # -- emitting ---------------------------------------------------------------------------
-    def _read_back(self, limit: int = 256) -> list:
-        """Durable, unemitted events read from spool.log (after an overflow or a restart)."""
-        out = []
-        with open(self.path, "rb") as handle:
-            handle.seek(self._read_offset)
-            data = handle.read(min(self.durable_offset - self._read_offset, 1 << 20))
-        pos = 0
-        base = self._read_offset
-        while len(out) < limit:
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                break
-            parts = data[pos:nl].split(b"\t", 3)
-            out.append((int(parts[0]), base + nl + 1, json.loads(parts[3])))
-            pos = nl + 1
-        if not out and self.durable_offset > self._read_offset:
-            # a single record larger than the read window
-            with open(self.path, "rb") as handle:
-                handle.seek(self._read_offset)
-                line = handle.readline()
-            parts = line.rstrip(b"\n").split(b"\t", 3)
-            out.append((int(parts[0]), self._read_offset + len(line), json.loads(parts[3])))
-        return out
-
-    async def next_events(self) -> list:
-        """Wait for the next durable events not yet emitted (in seq order)."""
-        while True:
-            if self._carry:
-                seq, event = self._carry.popleft()
-                return [(seq, None, event)]
-            if self._memory and self._memory[0][0] <= self.emitted_seq:
-                self._memory.popleft()          # already emitted from the file
-                continue
-            if self.durable_seq > self.emitted_seq:
-                if self._memory and self._memory[0][0] == self.emitted_seq + 1:
-                    items = list(self._memory)
-                    self._memory.clear()
-                    return items
-                items = self._read_back()
-                if items:
-                    return items
-            if self._overflow and self.durable_seq == self.emitted_seq and not self._memory:
-                self._overflow = False
-            self._wake.clear()
-            await self._wake.wait()
-
-    def emitted(self, seq: int, end_offset: int | None) -> None:
-        if seq > self.emitted_seq:
-            self.emitted_seq = seq
-        if end_offset is not None:
-            self._read_offset = end_offset
-        self.stats["emitted"] += 1
-        self._put_times.append((seq, time.monotonic()))
-        if self._mark_task is None or self._mark_task.done():
-            self._mark_task = asyncio.get_running_loop().create_task(self._mark_loop())
-
-    async def _mark_loop(self) -> None:
-        """Record emitted positions once they are ``confirm_delay`` seconds old (grouped).
-
-        The rulebook takes an event from the queue and acts on it a little later; an event whose
-        mark was not written yet when the process died is emitted again after a restart (at least
-        once, same delivery id).
-        """
-        loop = asyncio.get_running_loop()
-        while self._put_times and not self._stopping:
-            await asyncio.sleep(min(0.05, self.confirm_delay) if self.confirm_delay else 0.005)
-            limit = time.monotonic() - self.confirm_delay
-            seq = None
-            while self._put_times and self._put_times[0][1] <= limit:
-                seq = self._put_times.popleft()[0]
-            if seq is None or seq <= self.marked_seq:
-                continue
-            try:
-                await loop.run_in_executor(None, self._write_mark, seq)
-            except Exception as exc:  # pylint: disable=broad-except
-                logger.error("wpcloud.hosting.webhook: cannot record emitted position: %s", exc)
-                return
-            self.marked_seq = max(self.marked_seq, seq)
-
-    def _write_mark(self, seq: int) -> None:
-        os.write(self._emitted_fd, b"%d\n" % seq)
-        _sync(self._emitted_fd)
-
-    async def stop_marks(self) -> None:
-        """Stop recording marks (the recent, unconfirmed events are emitted again next start)."""
-        self._stopping = True
-        if self._mark_task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._mark_task), 2)
-            except (asyncio.TimeoutError, Exception):  # pylint: disable=broad-except
-                pass
+    def close(self) -> None:
+        for fd in (self._fd, self._lock_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._fd = self._lock_fd = -1
 
 
 def _media_type(value: str | None) -> str:
@@ -583,9 +438,9 @@ def _media_type(value: str | None) -> str:
 
 
 class Receiver:
-    """The aiohttp application state and request handling."""
+    """Request handling of the receiver process."""
 
-    def __init__(self, args: dict[str, Any], spool: Spool, keys: list[str]) -> None:
+    def __init__(self, args: dict[str, Any], spool: SpoolWriter, keys: list[str]) -> None:
         self.spool = spool
         self.keys = keys
         self.token = args.get("token")
@@ -609,48 +464,47 @@ class Receiver:
 
     async def healthz(self, request: web.Request) -> web.Response:
         body = dict(self.spool.stats)
-        body.update(status="ok", backlog=self.spool.durable_seq - self.spool.emitted_seq)
+        body.update(status="ok", backlog=self.spool.durable_seq - self.spool.marked_seq,
+                    recovered=self.recovered)
         return web.json_response(body)
+
+    recovered = 0
+
+    def _reject(self, status: int, text: str) -> web.Response:
+        self.spool.stats["rejected"] += 1
+        return self._reply(status, text)
 
     async def handle(self, request: web.Request) -> web.Response:
         spool = self.spool
         if request.content_length is not None and request.content_length > self.max_body:
-            spool.stats["rejected"] += 1
-            return self._reply(413, "body too large")
+            return self._reject(413, "body too large")
         if self.token is not None:
             scheme, _, value = request.headers.get("Authorization", "").partition(" ")
             if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), str(self.token).encode()):
-                spool.stats["rejected"] += 1
-                return self._reply(401, "invalid authorization")
+                return self._reject(401, "invalid authorization")
         if not self._content_type_ok(request):
-            spool.stats["rejected"] += 1
-            return self._reply(415, "content type must be application/json")
+            return self._reject(415, "content type must be application/json")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            spool.stats["rejected"] += 1
-            return self._reply(413, "body too large")
+            return self._reject(413, "body too large")
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            spool.stats["rejected"] += 1
-            return self._reply(400, "body is not valid JSON")
+            return self._reject(400, "body is not valid JSON")
         if not isinstance(payload, dict):
-            spool.stats["rejected"] += 1
-            return self._reply(400, "body is not a JSON object")
+            return self._reject(400, "body is not a JSON object")
 
         signature_meta: dict[str, Any] = {"verified": False}
         result = None
         if self.keys:
             result = sig.verify_signature(body, self.keys)
             if not result.valid:
-                spool.stats["rejected"] += 1
                 logger.warning("wpcloud.hosting.webhook: rejected delivery (%s) for event %r",
                                result.reason, result.event)
-                return self._reply(401, "signature %s" % result.reason)
+                return self._reject(401, "signature %s" % result.reason)
             delivery_id = result.delivery_id
-            signature_meta = {"verified": True, "key_index": result.key_index,
-                              "location": result.location}
+            signature_meta = {"verified": True, "key_index": result.key_index, "location": result.location}
         else:
             delivery_id = _UNSIGNED_PREFIX + hashlib.sha256(body).hexdigest()[:32]
         fingerprint = hashlib.sha256(body).hexdigest()[:32]
@@ -670,10 +524,8 @@ class Receiver:
             spool.stats["duplicates"] += 1
             return self._reply(200, "OK (duplicate)")
 
-        if self.freshness is not None and result is not None:
-            if self.freshness.is_stale(result.timestamp):
-                spool.stats["rejected"] += 1
-                return self._reply(401, "signature stale")
+        if self.freshness is not None and result is not None and self.freshness.is_stale(result.timestamp):
+            return self._reject(401, "signature stale")
 
         headers = {k: v for k, v in request.headers.items() if not _HIDDEN_HEADER.search(k)}
         event = {
@@ -700,7 +552,6 @@ def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
     certfile = args.get("certfile")
     if not certfile:
         if _bool(args.get("allow_insecure_http", False)):
-            logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
             return None
         raise ValueError("certfile is required (HTTPS); set allow_insecure_http: true only behind a TLS proxy")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -712,14 +563,219 @@ def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
     return context
 
 
-async def _emit_loop(queue: asyncio.Queue, spool: Spool) -> None:
-    while True:
-        items = await spool.next_events()
-        for seq, end_offset, event in items:
-            if seq <= spool.emitted_seq:
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the rulebook process dies (stdin EOF is the portable signal)."""
+    try:
+        import ctypes  # pylint: disable=import-outside-toplevel
+        import signal  # pylint: disable=import-outside-toplevel
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+async def _receiver_main() -> int:
+    """Entry point of the receiver process: config on the first stdin line, parent messages after."""
+    ppid = os.getppid()
+    _die_with_parent()
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def notify(line: bytes) -> None:
+        out.write(line)
+        out.flush()
+
+    if os.getppid() != ppid:
+        return 1
+    config = json.loads(await reader.readline())
+    args, keys = config["args"], config["keys"]
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, config.get("log_level", "WARNING")),
+                        format="%(asctime)s - %(name)s - %(levelname)s - %(message)s")
+    spool = SpoolWriter(config["spool_dir"], int(args.get("spool_max_bytes", 64 << 20)),
+                        int(args.get("dedupe_size", 100000)), notify)
+    runner = None
+    try:
+        ssl_context = _ssl_context(args)
+        spool.open()
+        spool.marked_seq = int(config.get("marked_seq", 0))
+        receiver = Receiver(args, spool, keys)
+        receiver.recovered = int(config.get("recovered", 0))
+        app = web.Application(client_max_size=receiver.max_body)
+        app.router.add_get("/healthz", receiver.healthz)
+        app.router.add_post(r"/{endpoint:.*}", receiver.handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
+                           ssl_context=ssl_context, backlog=1024)
+        await site.start()
+    except Exception as exc:  # pylint: disable=broad-except
+        notify(b"E %s\n" % json.dumps(str(exc)).encode())
+        if runner is not None:
+            await runner.cleanup()
+        spool.close()
+        return 1
+    notify(b"READY %d %d\n" % (spool.durable_seq, spool.durable_offset))
+    try:
+        while True:
+            line = await reader.readline()
+            if not line:                  # the rulebook is gone or stopping
+                break
+            if line.startswith(b"M "):
+                spool.marked_seq = max(spool.marked_seq, int(line[2:]))
+    finally:
+        await runner.cleanup()          # stops accepting; in-flight requests finish their fsync
+        if spool._writer is not None:   # pylint: disable=protected-access
+            try:
+                await asyncio.wait_for(spool._writer, 5)  # pylint: disable=protected-access
+            except Exception:  # pylint: disable=broad-except
+                pass
+        spool.close()
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Rulebook side: start the receiver process, emit stored events in order, record marks.
+# ---------------------------------------------------------------------------------------------
+class Emitter:
+    """Reads durable records from the spool and hands them to the rulebook queue, in seq order.
+
+    ``emitted.log``: one line per mark, the highest seq handed over at least ``confirm_delay``
+    seconds ago (so an event taken by the rulebook but not acted on before a crash comes again).
+    """
+
+    def __init__(self, directory: str, confirm_delay: float) -> None:
+        self.dir = directory
+        self.path = os.path.join(directory, "spool.log")
+        self.old_path = self.path + ".1"
+        self.emitted_path = os.path.join(directory, "emitted.log")
+        self.confirm_delay = max(0.0, float(confirm_delay))
+        self.durable_seq = 0
+        self.durable_offset = 0
+        self.emitted_seq = 0
+        self.marked_seq = 0
+        self.read_offset = 0
+        self.recovered = 0
+        self.carry: deque = deque()
+        self.wake = asyncio.Event()
+        self.on_mark = None
+        self._put_times: deque = deque()
+        self._mark_task: asyncio.Task | None = None
+        self._emitted_fd = -1
+        self._stopping = False
+
+    def read_mark(self) -> int:
+        try:
+            with open(self.emitted_path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return 0
+        value = 0
+        for line in data.split(b"\n")[:-1]:      # the part after the last newline may be torn
+            if line.isdigit():
+                value = max(value, int(line))
+        self.emitted_seq = self.marked_seq = value
+        return value
+
+    def recover(self) -> None:
+        """Before the receiver starts: find what is stored but not emitted yet (a torn tail ends the scan)."""
+        hw = self.marked_seq
+        durable_offset = _read_records(self.path)[1]
+        durable_seq = 0
+        for seq, _id, _fp, _end, event in _read_records(self.old_path)[0]:
+            if seq > hw:
+                self.carry.append((seq, None, event))
+        self.read_offset = durable_offset
+        start = 0
+        pending = 0
+        for seq, _id, _fp, end, _event in _read_records(self.path, 0, durable_offset)[0]:
+            durable_seq = seq
+            if seq > hw:
+                if not pending:
+                    self.read_offset = start
+                pending += 1
+            start = end
+        self.durable_seq = max(durable_seq, hw)
+        self.durable_offset = durable_offset
+        self.recovered = len(self.carry) + pending
+        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def durable(self, seq: int, offset: int) -> None:
+        self.durable_seq = max(self.durable_seq, seq)
+        self.durable_offset = offset
+        self.wake.set()
+
+    def rotated(self) -> None:
+        """The receiver renamed spool.log (only when everything was emitted and marked)."""
+        self.read_offset = 0
+        self.durable_offset = 0
+        tmp = self.emitted_path + ".tmp"
+        with open(tmp, "wb") as handle:
+            handle.write(b"%d\n" % self.marked_seq)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.emitted_path)
+        os.close(self._emitted_fd)
+        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
+
+    async def next_events(self) -> list:
+        while True:
+            if self.carry:
+                return [self.carry.popleft()]
+            if self.durable_offset > self.read_offset:
+                records, _pos = _read_records(self.path, self.read_offset, self.durable_offset, 512, 1 << 18)
+                if records:
+                    return [(seq, end, event) for seq, _id, _fp, end, event in records]
+            self.wake.clear()
+            await self.wake.wait()
+
+    async def run(self, queue: asyncio.Queue) -> None:
+        while True:
+            for seq, end, raw in await self.next_events():
+                if end is not None:
+                    self.read_offset = end
+                if seq <= self.emitted_seq:
+                    continue
+                await queue.put(json.loads(raw))
+                self.emitted_seq = seq
+                self._put_times.append((seq, time.monotonic()))
+                if self._mark_task is None or self._mark_task.done():
+                    self._mark_task = asyncio.get_running_loop().create_task(self._mark_loop())
+
+    async def _mark_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._put_times and not self._stopping:
+            await asyncio.sleep(min(0.05, self.confirm_delay) if self.confirm_delay else 0.005)
+            limit = time.monotonic() - self.confirm_delay
+            seq = None
+            while self._put_times and self._put_times[0][1] <= limit:
+                seq = self._put_times.popleft()[0]
+            if seq is None or seq <= self.marked_seq:
                 continue
-            await queue.put(event)
-            spool.emitted(seq, end_offset)
+            try:
+                await loop.run_in_executor(None, self._write_mark, seq)
+            except Exception as exc:  # pylint: disable=broad-except
+                logger.error("wpcloud.hosting.webhook: cannot record emitted position: %s", exc)
+                return
+            self.marked_seq = max(self.marked_seq, seq)
+            if self.on_mark is not None:
+                self.on_mark(self.marked_seq)
+
+    def _write_mark(self, seq: int) -> None:
+        os.write(self._emitted_fd, b"%d\n" % seq)
+        _sync(self._emitted_fd)
+
+    async def stop(self) -> None:
+        """Stop recording marks (recent, unconfirmed events are emitted again next start)."""
+        self._stopping = True
+        if self._mark_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._mark_task), 2)
+            except Exception:  # pylint: disable=broad-except
+                pass
+        if self._emitted_fd >= 0:
+            os.close(self._emitted_fd)
+            self._emitted_fd = -1
 
 
 def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -734,6 +790,18 @@ def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+async def _watch_receiver(proc, emitter: Emitter) -> None:
+    while True:
+        line = await proc.stdout.readline()
+        if not line:
+            raise RuntimeError("wpcloud.hosting.webhook: the receiver process exited (%s)" % await proc.wait())
+        if line.startswith(b"D "):
+            _tag, seq, offset = line.split()
+            emitter.durable(int(seq), int(offset))
+        elif line.startswith(b"R"):
+            emitter.rotated()
+
+
 async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     """Receive WP Cloud webhooks (see DOCUMENTATION)."""
     args = _clean_args(args)
@@ -743,38 +811,71 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     if not keys and not _bool(args.get("allow_unsigned", False)):
         raise ValueError("no hmac_secret (or WPCLOUD_WEBHOOK_HMAC_KEYS) configured; "
                          "set allow_unsigned: true to accept unsigned deliveries")
-    ssl_context = _ssl_context(args)
-    spool = Spool(args.get("spool_dir") or _default_spool_dir(args["port"]),
-                  max_bytes=int(args.get("spool_max_bytes", 64 << 20)),
-                  dedupe_size=int(args.get("dedupe_size", 100000)),
-                  memory_backlog=int(args.get("memory_backlog", 10000)),
-                  confirm_delay=float(args.get("emit_confirm_delay", 1.0)))
-    spool.open()
-    receiver = Receiver(args, spool, keys)
-    app = web.Application(client_max_size=receiver.max_body)
-    app.router.add_get("/healthz", receiver.healthz)
-    app.router.add_post(r"/{endpoint:.*}", receiver.handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
-                       ssl_context=ssl_context, backlog=1024)
-    emitter = asyncio.get_running_loop().create_task(_emit_loop(queue, spool))
+    if _ssl_context(args) is None:
+        logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
+    spool_dir = os.path.abspath(args.get("spool_dir") or _default_spool_dir(args["port"]))
+    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    emitter = Emitter(spool_dir, float(args.get("emit_confirm_delay", 1.0)))
+    emitter.read_mark()
+    emitter.recover()
+    child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token")}
+    if args.get("token") is not None:
+        child_args["token"] = str(args["token"])
+    config = {"args": child_args, "keys": keys, "spool_dir": spool_dir, "marked_seq": emitter.marked_seq,
+              "recovered": emitter.recovered,
+              "log_level": logging.getLevelName(logging.getLogger().getEffectiveLevel())}
+    if not isinstance(config["log_level"], str) or config["log_level"].startswith("Level"):
+        config["log_level"] = "WARNING"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, os.path.abspath(__file__), "--receiver",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20)
+    watcher = emitter_task = None
     try:
-        await site.start()
+        proc.stdin.write(json.dumps(config).encode() + b"\n")
+        await proc.stdin.drain()
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        if not line.startswith(b"READY "):
+            detail = json.loads(line[2:]) if line.startswith(b"E ") else "exited %s" % await proc.wait()
+            raise RuntimeError("wpcloud.hosting.webhook receiver did not start: %s" % detail)
+        _tag, seq, offset = line.split()
+        emitter.durable(int(seq), int(offset))
+
+        def on_mark(marked: int) -> None:
+            if proc.returncode is None:
+                proc.stdin.write(b"M %d\n" % marked)
+        emitter.on_mark = on_mark
+        if emitter.recovered:
+            logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet emitted will be emitted",
+                        emitter.recovered)
         logger.info("wpcloud.hosting.webhook listening on %s:%s (%s, %d key(s))", args.get("host") or "0.0.0.0",
-                    args["port"], "https" if ssl_context else "http", len(keys))
-        await emitter
+                    args["port"], "https" if args.get("certfile") else "http", len(keys))
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(_watch_receiver(proc, emitter))
+        emitter_task = loop.create_task(emitter.run(queue))
+        done, _pending = await asyncio.wait({watcher, emitter_task}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
     except asyncio.CancelledError:
         logger.info("wpcloud.hosting.webhook cancelled")
         raise
     finally:
-        emitter.cancel()
-        await runner.cleanup()
-        await spool.stop_marks()
-        spool.close()
+        for task in (watcher, emitter_task):
+            if task is not None:
+                task.cancel()
+        await emitter.stop()
+        if proc.returncode is None:
+            try:
+                proc.stdin.close()       # the receiver stops on EOF
+                await asyncio.wait_for(proc.wait(), 10)
+            except Exception:  # pylint: disable=broad-except
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
 
 
 if __name__ == "__main__":
+    if "--receiver" in sys.argv[1:]:
+        sys.exit(asyncio.run(_receiver_main()))
 
     class MockQueue(asyncio.Queue):
         """Writes events to stdout instead of a rulebook."""
