@@ -22,7 +22,7 @@ if str(SOURCE_HOST_DIR) not in sys.path:
     sys.path.insert(0, str(SOURCE_HOST_DIR))
 
 from source_host import make_keypair  # noqa: E402
-from source_host_fixtures import source_host  # noqa: E402,F401  (session fixture)
+from source_host_fixtures import source_host  # noqa: E402,F401 pylint: disable=unused-import
 
 
 def _paramiko(host, **auth):
@@ -35,7 +35,7 @@ def _paramiko(host, **auth):
 
 
 def _exec(client, command):
-    _, stdout, stderr = client.exec_command(command, timeout=30)
+    stdout, stderr = client.exec_command(command, timeout=30)[1:]
     out = stdout.read().decode()
     return stdout.channel.recv_exit_status(), out, stderr.read().decode()
 
@@ -87,7 +87,7 @@ def test_wrong_password_refused(source_host):
 
 
 def test_unknown_key_refused_then_authorized(source_host, tmp_path):
-    _, public = make_keypair(str(tmp_path / "other"))
+    public = make_keypair(str(tmp_path / "other"))[1]
     proc = source_host.ssh("true", key=str(tmp_path / "other"))
     assert proc.returncode == 255
     assert "Permission denied (publickey,password)" in proc.stderr
@@ -174,7 +174,7 @@ def test_rsync_over_ssh(source_host, tmp_path):
     dest = tmp_path / "copy"
     ssh = " ".join(["ssh", "-i", source_host.client_key] + source_host.ssh_options())
     proc = subprocess.run(["rsync", "-a", "-e", ssh, "%s@%s:public_html/" % (source_host.user, source_host.host),
-                           str(dest) + "/"], capture_output=True, text=True, timeout=60)
+                           str(dest) + "/"], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     src = Path(source_host.docroot)
     assert hashlib.sha256((dest / "wp-content/uploads/2026/11/random.bin").read_bytes()).digest() == \
@@ -220,7 +220,7 @@ def test_cli_start_stop():
     try:
         proc = subprocess.run([sys.executable, script, "start", "--workdir", workdir, "--json-out", out,
                                "--user", "wpsrccli", "--domain", "cli.example"],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         assert os.stat(out).st_mode & 0o777 == 0o600
         with open(out) as handle:
@@ -230,14 +230,14 @@ def test_cli_start_stop():
         ssh = ["ssh", "-i", info["client_key"], "-p", str(info["port"]), "-o",
                "UserKnownHostsFile=" + info["known_hosts"], "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
                "-o", "IdentitiesOnly=yes", "wpsrccli@127.0.0.1", "cd public_html && wp option get siteurl"]
-        proc = subprocess.run(ssh, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(ssh, capture_output=True, text=True, timeout=30, check=False)
         assert proc.stdout.strip() == "http://cli.example", proc.stderr
         again = subprocess.run([sys.executable, script, "start", "--workdir", workdir, "--json-out", out],
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=60, check=False)
         assert again.returncode == 1 and "already holds a source host" in again.stderr
     finally:
         stop = subprocess.run([sys.executable, script, "stop", "--workdir", workdir],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, check=False)
     assert stop.returncode == 0, stop.stderr
     with pytest.raises(KeyError):
         pwd.getpwnam("wpsrccli")
@@ -246,5 +246,5 @@ def test_cli_start_stop():
     assert not os.path.exists(info["home"])
     assert os.path.exists(os.path.join(workdir, "sshd", "sshd.log"))        # logs kept without --purge
     again = subprocess.run([sys.executable, script, "stop", "--workdir", workdir, "--purge"],
-                           capture_output=True, text=True, timeout=60)    # tolerates a stopped host
+                           capture_output=True, text=True, timeout=60, check=False)    # tolerates a stopped host
     assert again.returncode == 0 and not os.path.exists(workdir)

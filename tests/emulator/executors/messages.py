@@ -11,6 +11,7 @@ agree. Never put a secret (password, key, passphrase) into any of these.
 COMMON_DOCROOTS = ("public_html", "htdocs", "www", "/var/www/html")
 COMMON_DOCROOTS_TEXT = ", ".join(COMMON_DOCROOTS)
 
+
 # -- connection / authentication
 def connecting(user, host, port):
     return "Connecting to %s@%s:%s" % (user, host, port)

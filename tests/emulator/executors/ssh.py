@@ -201,7 +201,7 @@ class _Bridge:
     def _accept(self):
         while not self._stop.is_set():
             try:
-                conn, _ = self.server.accept()
+                conn = self.server.accept()[0]
             except socket.timeout:
                 continue
             except OSError:
@@ -457,7 +457,7 @@ class SSHExecutor(Executor):
         ticket.add_message(M.looking_for(where))
         script = "for d in %s; do if [ -f \"$d/wp-config.php\" ]; then printf '%%s\\n' \"$d\"; exit 0; fi; done; exit 3" % (
             " ".join(shlex.quote(c) for c in candidates))
-        status, out, _ = self._exec(client, script, timeout=60)
+        status, out, _err = self._exec(client, script, timeout=60)
         if status != 0 or not out.strip():
             ticket.add_message(M.docroot_missing(where))
             ticket.add_message(failed_line or M.DOCROOT_MISSING_HINT)
@@ -548,7 +548,8 @@ class SSHExecutor(Executor):
         default_domain = site.get("default_domain") or site["domain"]
         if args.get("remote-domain"):
             return args["remote-domain"].strip().lower(), site["domain"], "remote-domain"
-        status, out, _ = self._exec(client, "cd -- %s && wp option get siteurl" % shlex.quote(docroot), timeout=60)
+        status, out, _err = self._exec(client, "cd -- %s && wp option get siteurl" % shlex.quote(docroot),
+                                       timeout=60)
         source = _host_of(out.decode("utf-8", "replace")) if status == 0 else ""
         if "remote-domain" in args:   # explicitly empty: the destination's default domain
             return source, default_domain, "siteurl; remote-domain empty: destination default domain"
@@ -557,8 +558,8 @@ class SSHExecutor(Executor):
     def _export(self, client, docroot, host, path, ticket):
         ticket.add_message(M.exporting(host))
         with open(path, "wb") as sink:
-            status, _, err = self._exec(client, "cd -- %s && wp db export - --add-drop-table" % shlex.quote(docroot),
-                                        sink=sink)
+            command = "cd -- %s && wp db export - --add-drop-table" % shlex.quote(docroot)
+            status, _out, err = self._exec(client, command, sink=sink)
         if status != 0:
             for line in err.strip().splitlines()[-3:]:
                 ticket.add_message(line)
