@@ -1,0 +1,496 @@
+"""The wpcloud.hosting.site_migration role and the migrate_site / configure_webhooks playbooks, for real.
+
+Real ansible-playbook processes against the emulator (tests/emulator). Authentication tests use the
+real SSH source host (tests/source_host) and the emulator's SSH executor, which copies the site for
+real; failure causes, resumes and fleets use the scripted executor's outcomes. Assertions read the
+emulator's request log (GET /_emulator/requests) and the role's JSON report.
+"""
+
+import itertools
+import secrets
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_HOST_DIR = ROOT / "tests" / "source_host"
+EMULATOR_DIR = ROOT / "tests" / "emulator"
+for _path in (SOURCE_HOST_DIR, EMULATOR_DIR):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from launcher import start_emulator  # noqa: E402
+from source_host_fixtures import source_host  # noqa: E402,F401 pylint: disable=unused-import
+
+BIN = Path(sys.executable).parent
+VAULT_PASSWORD = "demo-vault-password-for-tests-only"
+HAS_SSH_EXECUTOR = (EMULATOR_DIR / "executors" / "ssh.py").exists()
+_ids = itertools.count(31001)
+
+
+# --------------------------------------------------------------------------- helpers
+
+@pytest.fixture(scope="module")
+def collections_root(tmp_path_factory):
+    """ANSIBLE_COLLECTIONS_PATH with this checkout as wpcloud.hosting."""
+    root = tmp_path_factory.mktemp("collections")
+    target = root / "ansible_collections" / "wpcloud"
+    target.mkdir(parents=True)
+    (target / "hosting").symlink_to(ROOT)
+    return root
+
+
+@pytest.fixture(scope="module")
+def ssh_emu(tmp_path_factory):
+    """An emulator whose executor really connects to the source host (scripted when not available)."""
+    emu = start_emulator(tmp_path_factory.mktemp("emulator-ssh"),
+                         executor="ssh" if HAS_SSH_EXECUTOR else "scripted",
+                         extra_args=["--accept-delay", "0.3"])
+    yield emu
+    emu.stop()
+
+
+class Run:
+    """Runs the playbooks of the collection in a work directory with its own inventory and vault."""
+
+    def __init__(self, workdir, collections):
+        self.dir = Path(workdir)
+        self.collections = collections
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.vault_file = self.dir / "vault-password"
+        self.vault_file.write_text(VAULT_PASSWORD + "\n")
+        self.vault_file.chmod(0o600)
+        self.state_dir = self.dir / "state"
+        self.report_dir = self.dir / "reports"
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        env.update({
+            "ANSIBLE_COLLECTIONS_PATH": str(self.collections),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_LOCAL_TEMP": str(self.dir / ".ansible-tmp"),
+            "ANSIBLE_CONFIG": str(self.dir / "no-ansible.cfg"),
+            "PATH": "%s:%s" % (BIN, env.get("PATH", "")),
+        })
+        for name in ("WPCLOUD_API_URL", "WPCLOUD_API_KEY", "WPCLOUD_CA_PATH"):
+            env.pop(name, None)
+        env.update(extra or {})
+        return env
+
+    def inventory(self, emu, sites, sources, site_vars=None, api_vars=True):
+        """sites: {host: vars}; sources: {host: vars}. Writes inventory.json and returns its path."""
+        common = {"ansible_connection": "local",
+                  "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                  "site_migration_confirm_overwrite": True,
+                  "site_migration_state_dir": str(self.state_dir),
+                  "site_migration_report_dir": str(self.report_dir),
+                  "site_migration_poll_interval": 1.0}
+        common.update(site_vars or {})
+        top = {}
+        if api_vars:
+            top = {"wpcloud_api_url": emu.url, "wpcloud_api_key": emu.api_key, "wpcloud_ca_path": emu.ca_path}
+        inventory = {"all": {"vars": top, "children": {
+            "wpcloud_sources": {"hosts": sources},
+            "wpcloud_sites": {"vars": common, "hosts": sites}}}}
+        path = self.dir / "inventory.json"
+        path.write_text(json.dumps(inventory, indent=1))
+        return path
+
+    def vault_host_vars(self, host, data):
+        """host_vars/<host>.yml next to the inventory, encrypted with ansible-vault."""
+        folder = self.dir / "host_vars"
+        folder.mkdir(exist_ok=True)
+        path = folder / ("%s.yml" % host)
+        path.write_text(json.dumps(data))         # JSON is YAML
+        subprocess.run([str(BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(self.vault_file),
+                        str(path)], check=True, capture_output=True, env=self.env())
+        assert path.read_text().startswith("$ANSIBLE_VAULT;")
+        return path
+
+    def argv(self, playbook="wpcloud.hosting.migrate_site", extra=()):
+        return [str(BIN / "ansible-playbook"), "-i", str(self.dir / "inventory.json"),
+                "--vault-password-file", str(self.vault_file), playbook] + list(extra)
+
+    def play(self, playbook="wpcloud.hosting.migrate_site", extra=(), env=None, timeout=300):
+        started = time.monotonic()
+        proc = subprocess.run(self.argv(playbook, extra), capture_output=True, text=True, env=self.env(env),
+                              cwd=str(self.dir), timeout=timeout)
+        proc.elapsed = time.monotonic() - started
+        return proc
+
+    def reports(self):
+        return sorted(self.report_dir.glob("site-migration-*.json"), key=lambda p: p.stat().st_mtime)
+
+    def last_report(self):
+        reports = self.reports()
+        assert reports, "no report written"
+        data = json.loads(reports[-1].read_text())
+        return data, dict((s["host"], s) for s in data["sites"])
+
+    def state(self, site):
+        return json.loads((self.state_dir / ("%s.json" % site)).read_text())
+
+
+@pytest.fixture
+def run(tmp_path, collections_root):
+    return Run(tmp_path / "run", collections_root)
+
+
+def _explain(proc):
+    return "rc=%s\n--- stdout\n%s\n--- stderr\n%s" % (proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
+
+
+def _writes(log, endpoint=None):
+    return [e for e in log if e["write"] and (endpoint is None or e["endpoint"] == endpoint)]
+
+
+def _count(log, endpoint, status=None):
+    return len([e for e in log if e["endpoint"] == endpoint and (status is None or e["status"] == status)])
+
+
+def _site(emu, domain=None, allow=True):
+    site_id = next(_ids)
+    emu.add_site(site_id, domain or "site%d.example" % site_id, allow_migration=allow)
+    return site_id
+
+
+def _recap(stdout):
+    """{host: {ok, changed, skipped, failed, ...}} from the PLAY RECAP."""
+    recap = {}
+    for line in stdout.split("PLAY RECAP")[-1].splitlines()[1:]:
+        if ":" not in line:
+            continue
+        host, rest = line.split(":", 1)
+        recap[host.strip()] = dict((k, int(v)) for k, v in (p.split("=") for p in rest.split()))
+    return recap
+
+
+def _tree(path):
+    """{relative path: (kind, mode, content or link target)} of a directory, for byte-for-byte checks."""
+    entries = {}
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, path)
+            st = os.lstat(full)
+            if os.path.islink(full):
+                entries[rel] = ("link", None, os.readlink(full))
+            elif os.path.isdir(full):
+                entries[rel] = ("dir", st.st_mode & 0o777, None)
+            else:
+                with open(full, "rb") as handle:
+                    entries[rel] = ("file", st.st_mode & 0o777, handle.read())
+    return entries
+
+
+# --------------------------------------------------------------------------- authentication, real source host
+
+def _source_vars(host):
+    return {"source1": host.ansible_vars()}
+
+
+AUTH_CASES = ["password", "key", "key_passphrase", "generated"]
+
+
+@pytest.mark.parametrize("auth", AUTH_CASES)
+def test_authentication_against_the_real_source_host(auth, run, ssh_emu, source_host):
+    site = _site(ssh_emu)
+    host = "dest-%s.example" % auth.replace("_", "-")
+    creds = {}
+    site_vars = {"site_migration_site": str(site), "site_migration_source_host": "source1",
+                 "site_migration_auth": "key" if auth.startswith("key") else auth}
+    if auth == "password":
+        creds = {"site_migration_remote_pass": source_host.password}
+    elif auth == "key":
+        creds = {"site_migration_ssh_id": Path(source_host.client_key).read_text()}
+    elif auth == "key_passphrase":
+        creds = {"site_migration_ssh_id": Path(source_host.passphrase_key).read_text(),
+                   "site_migration_ssh_id_pass": source_host.key_passphrase}
+    run.inventory(ssh_emu, {host: site_vars}, _source_vars(source_host))
+    if creds:
+        run.vault_host_vars(host, creds)
+    since = ssh_emu.requests_log()[-1]["seq"] if ssh_emu.requests_log() else 0
+
+    proc = run.play(extra=["-v"])
+    assert proc.returncode == 0, _explain(proc)
+
+    report, by_host = run.last_report()
+    entry = by_host[host]
+    assert entry["result"] == "succeeded", entry
+    assert entry["auth"] == {"password": "password", "key": "key", "key_passphrase": "key-passphrase",
+                             "generated": "generated"}[auth]
+    assert entry["preflight"]["state"] == "success" and entry["run"]["state"] == "success"
+    assert run.state(str(site))["migration_id"] == entry["migration_id"]
+
+    log = ssh_emu.requests_log(since)
+    creates = _writes(log, "migration.create")
+    assert len(creates) == 1
+    sent = set(creates[0]["params"])
+    expected = {"password": {"remote-pass"}, "key": {"ssh-id"}, "key_passphrase": {"ssh-id", "ssh-id-pass"},
+                "generated": set()}[auth]
+    assert sent & {"remote-pass", "ssh-id", "ssh-id-pass"} == expected
+    assert [e["endpoint"] for e in _writes(log)][-2:] == ["migration.preflight", "migration.ready"]
+
+    # No secret anywhere in the output or the report.
+    for value in creds.values():
+        for line in value.strip().splitlines()[1:-1] or [value]:
+            assert line not in proc.stdout and line not in proc.stderr
+            assert line not in run.reports()[-1].read_text()
+
+    authorized = Path(source_host.home, ".ssh", "authorized_keys").read_text()
+    if auth == "generated":
+        public = ssh_emu.api("migration/get/%s" % entry["migration_id"])[1]["data"]["ssh-id-pub"]
+        assert public in authorized
+        assert entry["key_installed"] is True
+        assert oct(os.stat(Path(source_host.home, ".ssh", "authorized_keys")).st_mode & 0o777) == "0o600"
+        source_host.unauthorize_key(public)
+    if HAS_SSH_EXECUTOR:
+        storage = Path(ssh_emu.site(site)["storage"])
+        assert _tree(storage / "files") == _tree(source_host.docroot)
+        dump = (storage / "db.sql").read_text()
+        for row in ("Hello from the source", "Second post", "Source Blog", "wp_users"):
+            assert row in dump
+
+
+def test_generated_identity_without_install_fails_preflight_with_auth_failed(run, ssh_emu, source_host):
+    if not HAS_SSH_EXECUTOR:
+        pytest.skip("needs the SSH executor")
+    site = _site(ssh_emu)
+    run.inventory(ssh_emu, {"dest-noinstall.example": {"site_migration_site": str(site)}}, _source_vars(source_host),
+                  site_vars={"site_migration_source_host": "source1", "site_migration_install_key": False})
+    proc = run.play()
+    assert proc.returncode != 0
+    assert "failed (auth_failed)" in proc.stdout, _explain(proc)
+    _, by_host = run.last_report()
+    assert by_host["dest-noinstall.example"]["result"] == "preflight_failed"
+    assert by_host["dest-noinstall.example"]["diagnosis"]["code"] == "auth_failed"
+
+
+# --------------------------------------------------------------------------- preflight failure causes (scripted)
+
+CAUSES = {"authfail.example": "auth_failed", "nodocroot.example": "docroot_missing",
+          "nowpcli.example": "wp_cli_missing", "norsync.example": "rsync_missing"}
+
+
+def test_each_preflight_failure_stops_its_site_with_the_diagnosis(run, emu):
+    sites, sources = {}, {"good.example": {"ansible_user": "www"}}
+    for source in CAUSES:
+        sources[source] = {"ansible_user": "www"}
+        sites["to-" + source] = {"site_migration_site": str(_site(emu)), "site_migration_source_host": source}
+    sites["to-good.example"] = {"site_migration_site": str(_site(emu)), "site_migration_source_host": "good.example"}
+    run.inventory(emu, sites, sources, site_vars={"site_migration_auth": "password"})
+    (run.dir / "group_vars").mkdir()
+    group_vault = run.dir / "group_vars" / "wpcloud_sites.yml"
+    group_vault.write_text(json.dumps({"site_migration_remote_pass": "correct horse battery"}))
+    subprocess.run([str(BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(run.vault_file),
+                    str(group_vault)], check=True, capture_output=True, env=run.env())
+
+    proc = run.play()
+    assert proc.returncode == 2, _explain(proc)
+    recap = _recap(proc.stdout)
+    _, by_host = run.last_report()
+    for source, code in CAUSES.items():
+        host = "to-" + source
+        assert recap[host]["failed"] == 1
+        assert "site %s: preflight of migration" % sites[host]["site_migration_site"] in proc.stdout
+        assert "failed (%s)" % code in proc.stdout
+        assert by_host[host]["result"] == "preflight_failed"
+        assert by_host[host]["diagnosis"]["code"] == code
+        assert by_host[host]["run"] is None
+    assert by_host["to-good.example"]["result"] == "succeeded"
+    assert recap["to-good.example"]["failed"] == 0
+    assert "correct horse battery" not in proc.stdout + proc.stderr
+
+    log = emu.requests_log()
+    assert len(_writes(log, "migration.create")) == 5
+    assert len(_writes(log, "migration.preflight")) == 5
+    assert len(_writes(log, "migration.ready")) == 1       # only the good site was started
+
+
+def test_invalid_inputs_are_refused_before_any_call(run, emu):
+    site = _site(emu)
+    run.inventory(emu, {"dest.example": {"site_migration_site": str(site)}}, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_auth": "password",
+                             "site_migration_confirm_overwrite": False})
+    proc = run.play()
+    assert proc.returncode == 2
+    assert "site_migration_confirm_overwrite must be true" in proc.stdout, _explain(proc)
+    assert "site_migration_remote_pass" in proc.stdout
+    assert [e for e in emu.requests_log() if e["write"]] == []
+    _, by_host = run.last_report()
+    assert by_host["dest.example"]["result"] == "invalid_input"
+
+
+# --------------------------------------------------------------------------- partner rule, re-runs, resume
+
+def test_ready_is_refused_without_a_fresh_preflight_and_the_role_follows_the_rule(run, emu):
+    site = _site(emu)
+    run.inventory(emu, {"dest.example": {"site_migration_site": str(site)}}, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_auth": "generated",
+                             "site_migration_install_key": False})
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    migration_id = run.state(str(site))["migration_id"]
+
+    # Update the migration, then try to start it directly: the partner rule refuses.
+    direct = run.dir / "direct.yml"
+    direct.write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "module_defaults": {"group/wpcloud.hosting.all": {
+            "api_url": emu.url, "api_key": emu.api_key, "ca_path": emu.ca_path}},
+        "tasks": [
+            {"name": "update", "wpcloud.hosting.migration": {"migration_id": migration_id,
+                                                             "remote_docroot": "/srv/www/blog"}},
+            {"name": "start without preflight", "wpcloud.hosting.migration_ready": {"migration_id": migration_id},
+             "register": "ready", "ignore_errors": True},
+            {"name": "check", "ansible.builtin.assert": {"that": [
+                "ready is failed", "'latest preflight has not succeeded' in ready.msg", "ready.state == 'new'"]}},
+        ]}]))
+    since = emu.requests_log()[-1]["seq"]
+    proc = run.play(str(direct), extra=["-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable])
+    assert proc.returncode == 0, _explain(proc)
+    log = emu.requests_log(since)
+    assert [e["endpoint"] for e in _writes(log)] == ["migration.update"]
+
+    # The role runs preflight after the update, then starts the run.
+    since = emu.requests_log()[-1]["seq"]
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    writes = [e["endpoint"] for e in _writes(emu.requests_log(since))]
+    assert writes == ["migration.preflight", "migration.ready"]
+    _, by_host = run.last_report()
+    assert by_host["dest.example"]["result"] == "succeeded"
+
+
+def test_rerun_refreshes_without_a_second_migration_and_refresh_false_writes_nothing(run, emu):
+    sites = {"dest%d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(3)}
+    sites["dest0.example"]["site_migration_source_domain"] = ""          # explicitly empty: sent empty
+    sites["dest1.example"]["site_migration_source_domain"] = None        # null: absent
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    first = emu.requests_log()
+    assert len(_writes(first, "migration.create")) == 3
+    creates = dict((e["path"].rsplit("/", 1)[1], e["params"]) for e in _writes(first, "migration.create"))
+    assert "remote-domain" in creates[sites["dest0.example"]["site_migration_site"]]
+    assert "remote-domain" not in creates[sites["dest1.example"]["site_migration_site"]]
+    ids = dict((h, run.state(v["site_migration_site"])["migration_id"]) for h, v in sites.items())
+
+    # Again, with the connection from the environment instead of variables: a refresh.
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}}, api_vars=False,
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    since = first[-1]["seq"]
+    proc = run.play(env={"WPCLOUD_API_URL": emu.url, "WPCLOUD_API_KEY": emu.api_key, "WPCLOUD_CA_PATH": emu.ca_path})
+    assert proc.returncode == 0, _explain(proc)
+    second = emu.requests_log(since)
+    assert _writes(second, "migration.create") == []
+    assert _writes(second, "migration.update") == []
+    assert len(_writes(second, "migration.preflight")) == 3
+    assert len(_writes(second, "migration.ready")) == 3
+    _, by_host = run.last_report()
+    assert all(by_host[h]["result"] == "succeeded" and by_host[h]["migration_id"] == ids[h] for h in sites)
+
+    # refresh false: completed migrations are left alone, no write call at all.
+    since = second[-1]["seq"]
+    proc = run.play(extra=["-e", "site_migration_refresh=false"],
+                    env={"WPCLOUD_API_URL": emu.url, "WPCLOUD_API_KEY": emu.api_key, "WPCLOUD_CA_PATH": emu.ca_path})
+    assert proc.returncode == 0, _explain(proc)
+    assert _writes(emu.requests_log(since)) == []
+    _, by_host = run.last_report()
+    assert {s["result"] for s in by_host.values()} == {"left_alone"}
+
+
+def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
+                                  "run": {"outcome": "success", "duration": 8}}})
+    sites = {"dest%d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(3)}
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    with open(run.dir / "killed.out", "w") as out:
+        proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir),
+                                start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_writes(emu.requests_log(), "migration.ready")) < 3:
+            assert proc.poll() is None, (run.dir / "killed.out").read_text()
+            time.sleep(0.2)
+        assert len(_writes(emu.requests_log(), "migration.ready")) == 3
+        time.sleep(1.5)                        # inside "Wait for all migration runs"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert "Wait for all migration runs" in (run.dir / "killed.out").read_text()
+    running = [emu.api("migration/get/%s" % run.state(v["site_migration_site"])["migration_id"])[1]["data"]["state"]
+               for v in sites.values()]
+    assert running == ["migration-running"] * 3
+
+    since = emu.requests_log()[-1]["seq"]
+    again = run.play()
+    assert again.returncode == 0, _explain(again)
+    log = emu.requests_log()
+    assert len(_writes(log, "migration.create")) == 3                  # one migration per site, ever
+    assert len(set(e["path"] for e in _writes(log, "migration.create"))) == 3
+    resumed = emu.requests_log(since)
+    assert _writes(resumed, "migration.create") == []
+    assert _writes(resumed, "migration.ready") == []                   # no second run while one is active
+    assert _writes(resumed, "migration.preflight") == []
+    _, by_host = run.last_report()
+    for host in sites:
+        assert by_host[host]["result"] == "succeeded"
+        assert by_host[host]["run"]["already_running"] is True
+
+
+def test_ten_sites_in_one_play_wait_together(run, emu):
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 1},
+                                  "run": {"outcome": "success", "duration": 4}}})
+    sites = {"fleet%02d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(10)}
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_auth": "password",
+                             "site_migration_remote_pass": "not-a-real-password"})
+    proc = run.play(extra=["-f", "10"])
+    assert proc.returncode == 0, _explain(proc)
+    report, by_host = run.last_report()
+    assert report["counts"] == {"succeeded": 10}
+    # One wait task per phase polls every ticket: the waits last as long as the slowest site.
+    assert report["run_wait_seconds"] < 4 + 3
+    assert report["preflight_wait_seconds"] < 1 + 3
+    log = emu.requests_log()
+    assert len(_writes(log, "migration.create")) == 10
+    assert len(_writes(log, "migration.ready")) == 10
+    assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Wait for all migration runs]") == 1
+    recap = _recap(proc.stdout)
+    per_site = [r["ok"] + r["skipped"] for h, r in recap.items() if h != "fleet00.example"]
+    assert max(per_site) <= 13, recap
+    print("per-site tasks (ok+skipped, one non-first site):", per_site[0], "elapsed %.1fs" % proc.elapsed)
+
+
+# --------------------------------------------------------------------------- configure_webhooks
+
+def test_configure_webhooks_sets_url_and_key_without_showing_the_key(run, emu):
+    key = secrets.token_hex(32)
+    run.inventory(emu, {}, {})
+    vault = run.dir / "webhooks.yml"
+    vault.write_text(json.dumps({"wpcloud_client": emu.client, "wpcloud_webhook_url": "https://hooks.example.com/wp",
+                                 "wpcloud_webhook_hmac_key": key}))
+    subprocess.run([str(BIN / "ansible-vault"), "encrypt", "--vault-password-file", str(run.vault_file), str(vault)],
+                   check=True, capture_output=True, env=run.env())
+    common = ["-e", "@" + str(vault), "-e", "wpcloud_api_url=%s" % emu.url, "-e", "wpcloud_api_key=%s" % emu.api_key,
+              "-e", "wpcloud_ca_path=%s" % emu.ca_path, "-v"]
+    proc = run.play("wpcloud.hosting.configure_webhooks", extra=common)
+    assert proc.returncode == 0, _explain(proc)
+    assert key not in proc.stdout + proc.stderr
+    assert emu.api("client-meta/%s/webhook_url/get" % emu.client)[1]["data"] == "https://hooks.example.com/wp"
+    assert emu.api("client-meta/%s/webhook_hmac_key/get" % emu.client) == (200, {"message": "OK", "data": None}) \
+        or emu.api("client-meta/%s/webhook_hmac_key/get" % emu.client)[1]["data"] is None
+    since = emu.requests_log()[-1]["seq"]
+    proc = run.play("wpcloud.hosting.configure_webhooks", extra=common)
+    assert proc.returncode == 0, _explain(proc)
+    assert _writes(emu.requests_log(since)) == []            # idempotent: on_create for the key
+    assert "changed=0" in proc.stdout
