@@ -14,8 +14,13 @@ else
     "$py" -m venv "$venv"
 fi
 rm -f "$venv/.installed"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -U pip
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -U -r "$req"
+# (the filter drops pip's noise about unreachable extra index locations some machines configure)
+pip_install() {
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -U "$@" 2>&1 \
+        | { grep -v "^WARNING: Location 'file://.*is ignored" || true; }
+}
+pip_install pip
+pip_install -r "$req"
 "$venv/bin/python" -m pip check >&2 || echo "make-venv: WARNING: pip check reported conflicts" >&2
 "$venv/bin/python" -m pip freeze > "$venv/.installed"
 echo "make-venv: $venv ready ($("$venv/bin/python" --version), $("$venv/bin/python" -m pip show ansible-core 2>/dev/null | sed -n 's/^Version: /ansible-core /p'))" >&2
