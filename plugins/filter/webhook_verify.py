@@ -11,7 +11,7 @@ name: webhook_verify
 short_description: Verify the HMAC signature of a WP Cloud webhook delivery
 version_added: 0.1.0
 description:
-  - Checks the C(signature) object of a WP Cloud webhook body: HMAC-SHA256 of
+  - Checks the C(signature) object of a WP Cloud webhook body, that is the HMAC-SHA256 of
     C({event}:{signature.timestamp}:{signature.salt}) keyed with the client account's
     C(webhook_hmac_key), compared in constant time with C(signature.signature) (hex, any case).
   - The C(signature) object is looked for at the top level, then inside C(data).
@@ -23,7 +23,7 @@ description:
 options:
   _input:
     description:
-      - The webhook body. Prefer the B(raw) body (a string): it is parsed so that a numeric
+      - The webhook body. Prefer the B(raw) body (a string), which is parsed so that a numeric
         signature timestamp keeps every digit.
       - An already-parsed dictionary also works while its numbers are exact integers; a timestamp
         that was turned into a float has lost digits and gives RV(_value.reason=malformed).

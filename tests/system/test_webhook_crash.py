@@ -59,7 +59,7 @@ async def deliver(url, ca, bodies, results, on_ack=None):
                     results[i] = None
                 if on_ack and results[i] == 200:
                     on_ack()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        await asyncio.gather(*(worker() for _i in range(CONCURRENCY)))
 
 
 def test_sigkill_during_delivery_loses_no_acknowledged_event(tmp_path):

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from test_webhook_support import (SOURCE_FILE, delivery_id_of, free_port, ref_digest, tls_files)
+from test_webhook_support import (SOURCE_FILE, delivery_id_of, free_port, tls_files)
 
 aiohttp = pytest.importorskip("aiohttp")
 
@@ -148,9 +148,9 @@ def test_sender_events_emitted_with_delivery_ids(plugin, tls, tmp_path):
         meta = {"webhook_url": url + "/hooks/wpcloud", "webhook_hmac_key": KEY}
         sender = WebhookSender(lambda client, key: meta.get(key), ca_path=tls["ca"], retry_delay=0.1)
         sender.emit("demo", "site_provisioned", 101)
-        sender.emit("demo", "domain_name_changed", 101, {"passed_old": "a.example", "passed_new": "b.example",
-                                                        "then_api_current": "b.example",
-                                                        "then_db_siteurl": "https://b.example"})
+        changed = {"passed_old": "a.example", "passed_new": "b.example", "then_api_current": "b.example",
+                   "then_db_siteurl": "https://b.example"}
+        sender.emit("demo", "domain_name_changed", 101, changed)
         sender.emit("demo", "wp_version_changed", 101, {"version": "previous"})
         sender.emit("demo", "made_up_event", None, {"nested": {"new_field": [1, 2]}, "x": None})
         sender.emit("demo", "malware-scanner-results", 101, {"status": "clean", "results": []},
@@ -211,9 +211,9 @@ def test_rejections_and_duplicates(plugin, tls, tmp_path):
         assert post(url, json.dumps(upper), tls["ca"])[0] == 200
         # secret-bearing headers never reach the event
         probe = build_body("header_probe", None, {"k": 1}, KEY)
-        status, _ = post(url, probe, tls["ca"], headers={"Authorization": "Bearer abc", "Cookie": "a=b",
-                                                           "X-Hub-Signature-256": "sha256=00",
-                                                           "X-Api-Key": "k", "X-Trace": "keep-me"})
+        secret_headers = {"Authorization": "Bearer abc", "Cookie": "a=b", "X-Hub-Signature-256": "sha256=00",
+                          "X-Api-Key": "k", "X-Trace": "keep-me"}
+        status = post(url, probe, tls["ca"], headers=secret_headers)[0]
         assert status == 200
         wait(lambda: len(harness.events) == 3)
         counters = healthz(url.rsplit("/", 1)[0], tls["ca"])

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Side-by-side benchmark: wpcloud.hosting.webhook vs ansible-rulebook's eda.builtin.webhook (HMAC on).
 
 Not part of the test run. Usage (from the repository root, a venv with ansible-rulebook, ansible-core,
@@ -37,7 +36,6 @@ import shutil
 import signal
 import socket
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,7 +191,7 @@ class Variant:
 
 
 async def closed_loop(variant, requests, concurrency):
-    conns = [await Conn.open(variant.port, variant.ctx) for _ in range(concurrency)]
+    conns = [await Conn.open(variant.port, variant.ctx) for _i in range(concurrency)]
     it = iter(requests)
     statuses = []
 
@@ -211,7 +209,7 @@ async def closed_loop(variant, requests, concurrency):
 async def open_loop(variant, requests, rate):
     """Send at a fixed rate; latency from the scheduled time (coordinated omission avoided)."""
     pool = asyncio.Queue()
-    for _ in range(64):
+    for _i in range(64):
         pool.put_nowait(await Conn.open(variant.port, variant.ctx))
     latencies, statuses, tasks = [], [], []
     start = time.perf_counter() + 0.05
@@ -244,8 +242,8 @@ def run_variant(variant, args):
     pid = variant.proc.pid
     result = {"variant": variant.name}
     try:
-        warm = [variant.body_request() for _ in range(1000)]
-        statuses, _ = asyncio.run(closed_loop(variant, warm, 8))
+        warm = [variant.body_request() for _i in range(1000)]
+        statuses, _elapsed = asyncio.run(closed_loop(variant, warm, 8))
         assert set(statuses) == {200}, statuses[:5]
         time.sleep(1.5)
         base = rss_kb(pid)
@@ -262,20 +260,20 @@ def run_variant(variant, args):
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
 
-        lat_reqs = [variant.body_request() for _ in range(int(args.rate * args.seconds))]
+        lat_reqs = [variant.body_request() for _i in range(int(args.rate * args.seconds))]
         statuses, latencies = asyncio.run(open_loop(variant, lat_reqs, args.rate))
         assert set(statuses) == {200}, set(statuses)
         result["p50_ms"] = percentile(latencies, 0.50) * 1000
         result["p99_ms"] = percentile(latencies, 0.99) * 1000
         time.sleep(2)
 
-        burst = [variant.body_request() for _ in range(args.burst)]
+        burst = [variant.body_request() for _i in range(args.burst)]
         stop = variant.body_request(stop=True)
         t0 = time.perf_counter()
         statuses, elapsed = asyncio.run(closed_loop(variant, burst, 32))
         ok = sum(1 for s in statuses if s == 200)
         result["burst_acked_per_s"] = ok / elapsed
-        stop_status, _ = asyncio.run(closed_loop(variant, [stop], 1))
+        stop_status, _elapsed2 = asyncio.run(closed_loop(variant, [stop], 1))
         variant.proc.wait(600)
         t_end = time.perf_counter()
         sampling[0] = False

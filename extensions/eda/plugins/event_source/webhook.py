@@ -29,8 +29,9 @@ description:
     (the signature does not cover C(data) or C(atomic_site_id)).
   - With keys configured, unsigned or badly signed deliveries get 401 and are never stored or
     emitted. Without a key the source refuses to start unless O(allow_unsigned=true).
-  - Unknown event types and unknown fields pass through untouched. The event is
-    C({"payload": <body>, "meta": {"endpoint", "headers", "delivery_id", "signature", "received_at", "uuid"}}).
+  - Unknown event types and unknown fields pass through untouched. The event has the body in
+    C(payload) and C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
+    C(location)), C(received_at) and C(uuid) in C(meta).
     Authorization, cookie, token and signature headers are never copied into C(meta.headers).
   - C(GET /healthz) answers 200 with counters (no secrets). Bodies larger than O(max_body_size)
     get 413, malformed JSON 400, a content type other than O(content_types) 415.
@@ -479,7 +480,7 @@ class Receiver:
         if request.content_length is not None and request.content_length > self.max_body:
             return self._reject(413, "body too large")
         if self.token is not None:
-            scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+            scheme, _sep, value = request.headers.get("Authorization", "").partition(" ")
             if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), str(self.token).encode()):
                 return self._reject(401, "invalid authorization")
         if not self._content_type_ok(request):
