@@ -298,7 +298,7 @@ class SpoolWriter:
         self.old_path = self.path + ".1"
         self.max_bytes = max_bytes
         self.dedupe_size = dedupe_size
-        self.notify = notify                      # callable(bytes line) to the parent
+        self.notify = notify                      # Notifier: progress messages to the parent
         self.seen: OrderedDict[str, str] = OrderedDict()
         self.inflight: dict[str, tuple[str, asyncio.Future]] = {}
         self.next_seq = 1
@@ -384,7 +384,7 @@ class SpoolWriter:
             try:
                 if self.durable_offset > self.max_bytes and self.marked_seq >= self.durable_seq:
                     await loop.run_in_executor(None, self._rotate)
-                    self.notify(b"R\n")
+                    self.notify.rotated()
                 await loop.run_in_executor(None, self._append, data)
             except Exception as exc:  # pylint: disable=broad-except
                 logger.error("wpcloud.hosting.webhook: spool write failed: %s", exc)
@@ -398,7 +398,7 @@ class SpoolWriter:
             self.durable_seq = batch[-1][0]
             self.durable_offset += len(data)
             self.stats["stored"] += len(batch)
-            self.notify(b"D %d %d\n" % (self.durable_seq, self.durable_offset))
+            self.notify.durable(self.durable_seq, self.durable_offset)
             for item in batch:
                 if not item[4].done():
                     item[4].set_result(None)
@@ -564,6 +564,55 @@ def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
     return context
 
 
+class Notifier:
+    """Progress messages to the rulebook side over a non-blocking pipe.
+
+    Only the latest durable position matters, so while the pipe is busy (the rulebook's event loop
+    is running rules) positions are coalesced instead of blocking the receiver.
+    """
+
+    def __init__(self, transport) -> None:
+        self.transport = transport
+        self.pending: tuple[int, int] | None = None
+        self.scheduled = False
+
+    def _write(self, data: bytes) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+    def flush(self) -> None:
+        self.scheduled = False
+        if self.pending is None:
+            return
+        if self.transport.get_write_buffer_size() == 0:
+            seq, offset = self.pending
+            self.pending = None
+            self._write(b"D %d %d\n" % (seq, offset))
+        else:
+            self.scheduled = True
+            asyncio.get_running_loop().call_later(0.002, self.flush)
+
+    def durable(self, seq: int, offset: int) -> None:
+        self.pending = (seq, offset)
+        if not self.scheduled:
+            self.flush()
+
+    def rotated(self) -> None:
+        if self.pending is not None:
+            seq, offset = self.pending
+            self.pending = None
+            self._write(b"D %d %d\n" % (seq, offset))
+        self._write(b"R\n")
+
+    def line(self, data: bytes) -> None:
+        self._write(data)
+
+    async def drain(self, timeout: float = 2.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.transport.get_write_buffer_size() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+
 def _die_with_parent() -> None:
     """Linux: get SIGKILL when the rulebook process dies (stdin EOF is the portable signal)."""
     try:
@@ -581,11 +630,8 @@ async def _receiver_main() -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
-
-    def notify(line: bytes) -> None:
-        out.write(line)
-        out.flush()
+    transport, _protocol = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
+    notify = Notifier(transport)
 
     if os.getppid() != ppid:
         return 1
@@ -611,12 +657,13 @@ async def _receiver_main() -> int:
                            ssl_context=ssl_context, backlog=1024)
         await site.start()
     except Exception as exc:  # pylint: disable=broad-except
-        notify(b"E %s\n" % json.dumps(str(exc)).encode())
+        notify.line(b"E %s\n" % json.dumps(str(exc)).encode())
         if runner is not None:
             await runner.cleanup()
         spool.close()
+        await notify.drain()
         return 1
-    notify(b"READY %d %d\n" % (spool.durable_seq, spool.durable_offset))
+    notify.line(b"READY %d %d\n" % (spool.durable_seq, spool.durable_offset))
     try:
         while True:
             line = await reader.readline()
