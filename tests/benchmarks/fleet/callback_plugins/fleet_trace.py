@@ -1,0 +1,63 @@
+# Benchmark-only callback (tests/benchmarks/fleet): one JSON line per host result, with the time the
+# controller processed it and the response tickets it started or saw finish. Enabled by run.py with
+# ANSIBLE_CALLBACK_PLUGINS and ANSIBLE_CALLBACKS_ENABLED=fleet_trace; output file from FLEET_TRACE_FILE.
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: fleet_trace
+type: aggregate
+short_description: records task end times and response ticket IDs (fleet benchmark only)
+description: One JSON line per host result in the file named by FLEET_TRACE_FILE.
+"""
+
+import json
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+TERMINAL = ("success", "failure")
+
+
+def _tickets(res):
+    """(started, done) ticket IDs found in one result (collection modules or ansible.builtin.uri)."""
+    started, done = [], []
+    if isinstance(res.get("ticket_id"), str) and res.get("ticket_id"):
+        started.append(res["ticket_id"])                          # migration_preflight / migration_ready
+    for ticket in res.get("tickets") or []:                       # response_ticket_wait
+        if isinstance(ticket, dict) and ticket.get("state") in TERMINAL:
+            done.append(ticket["ticket_id"])
+    data = (res.get("json") or {}).get("data") if isinstance(res.get("json"), dict) else None
+    if isinstance(data, dict) and data.get("response-ticket-id"):  # uri: start answer or summary poll
+        if data.get("status") in TERMINAL:
+            done.append(data["response-ticket-id"])
+        elif "status" not in data:
+            started.append(data["response-ticket-id"])
+    return started, done
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "fleet_trace"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._out = open(os.environ.get("FLEET_TRACE_FILE", os.devnull), "a", encoding="utf-8")
+
+    def _record(self, result, status):
+        now = time.time()
+        res = result.result if not callable(getattr(result, "result", None)) else result.result()
+        started, done = _tickets(res if isinstance(res, dict) else {})
+        self._out.write(json.dumps({"t": now, "host": result.host.get_name(), "task": result.task.get_name(),
+                                    "status": status, "started": started, "done": done}) + "\n")
+
+    def v2_runner_on_ok(self, result):
+        self._record(result, "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._record(result, "failed")
+
+    def v2_playbook_on_stats(self, stats):
+        self._out.flush()

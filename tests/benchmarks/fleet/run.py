@@ -1,0 +1,499 @@
+#!/usr/bin/env python3
+"""Fleet migration benchmark: the collection's migrate_site playbook vs a plain-uri baseline vs the
+physical limit, for fleets of N destination sites (docs/performance.md).
+
+    .venv/bin/python tests/benchmarks/fleet/run.py [--sizes 1,10,50,100,200] [--forks 5]
+        [--preflight 2 --run 10] [--baseline-max 100] [--docs] [--profile 100]
+
+Per N, each against a fresh emulator (tests/emulator, scripted executor, every site the same
+preflight/run durations, loopback only):
+  (a) collection: playbooks/migrate_site.yml (role site_migration, generated identity, key install off),
+      then an idempotent re-run of the completed fleet with site_migration_refresh=false;
+  (b) baseline:   tests/benchmarks/fleet/baseline/migrate_uri_baseline.yml (ansible.builtin.uri with
+      until/retries/delay), same inventory, same forks; only for N <= --baseline-max;
+  (c) limit:      computed, 2 x (accept_delay + 1 s poll granularity) + preflight + run.
+Measured per run: wall, controller CPU (user+sys of ansible-playbook and all its reaped children, from
+wait4), max RSS, API reads/writes per site (emulator request log), completion->return delay of every
+ticket (emulator completion times from traced_emulator.py; task end times from the fleet_trace
+callback), emulator CPU. Stdlib only; --docs also runs plot.py with .venv-bench (matplotlib).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+import launcher  # noqa: E402  (tests/emulator/launcher.py)
+
+launcher.SERVER = os.path.join(HERE, "traced_emulator.py")  # server.py + ticket completion times
+
+BIN = os.path.dirname(sys.executable)
+COLLECTION_PLAYBOOK = os.path.join(ROOT, "playbooks", "migrate_site.yml")
+BASELINE_PLAYBOOK = os.path.join(HERE, "baseline", "migrate_uri_baseline.yml")
+DOC = os.path.join(ROOT, "docs", "performance.md")
+PLOT = os.path.join(ROOT, "docs", "performance-fleet.png")
+BENCH_PY = os.path.join(ROOT, ".venv-bench", "bin", "python")
+START, END = "<!-- fleet-table:start -->", "<!-- fleet-table:end -->"
+POLL = 1.0
+SOURCE = "src.example"
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def pct(values, p):
+    """Nearest-rank percentile."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, int(round(p / 100.0 * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+def machine_cpu():
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def proc_cpu(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Fleet:
+    """A fresh emulator with N sites and a run directory holding the inventory of the fleet."""
+
+    def __init__(self, workdir, n, args):
+        self.dir, self.n, self.args = workdir, n, args
+        os.makedirs(workdir, exist_ok=True)
+        self.emu = launcher.start_emulator(os.path.join(workdir, "emulator"),
+                                           extra_args=["--accept-delay", str(args.accept_delay),
+                                                       "--log-level", "WARNING"])
+        self.emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": args.preflight},
+                                           "run": {"outcome": "success", "duration": args.run}}})
+        self.sites = {}
+        for i in range(n):
+            site_id = 200001 + i
+            self.emu.add_site(site_id, "fleet-%04d.example" % (i + 1), allow_migration=False)
+            self.sites["site%04d" % (i + 1)] = {"site_migration_site": str(site_id)}
+        coll = os.path.join(workdir, "collections", "ansible_collections", "wpcloud")
+        os.makedirs(coll, exist_ok=True)
+        if not os.path.exists(os.path.join(coll, "hosting")):
+            os.symlink(ROOT, os.path.join(coll, "hosting"))
+        self.inventory = os.path.join(workdir, "inventory.json")
+        common = {"ansible_connection": "local",
+                  "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                  "site_migration_source_host": SOURCE,
+                  "site_migration_install_key": False,
+                  "site_migration_confirm_overwrite": True,
+                  "site_migration_poll_interval": POLL,
+                  "site_migration_state_dir": os.path.join(workdir, "state"),
+                  "site_migration_report_dir": os.path.join(workdir, "reports")}
+        inventory = {"all": {"vars": {"wpcloud_api_url": self.emu.url, "wpcloud_api_key": self.emu.api_key,
+                                      "wpcloud_ca_path": self.emu.ca_path},
+                             "children": {"wpcloud_sources": {"hosts": {SOURCE: {"ansible_user": "www"}}},
+                                          "wpcloud_sites": {"vars": common, "hosts": self.sites}}}}
+        with open(self.inventory, "w") as handle:
+            json.dump(inventory, handle, indent=1)
+
+    def stop(self):
+        self.emu.stop()
+
+    def env(self, trace):
+        env = dict(os.environ)
+        for name in ("WPCLOUD_API_URL", "WPCLOUD_API_KEY", "WPCLOUD_CA_PATH"):
+            env.pop(name, None)
+        env.update({
+            "ANSIBLE_COLLECTIONS_PATH": os.path.join(self.dir, "collections"),
+            "ANSIBLE_CONFIG": os.path.join(self.dir, "no-ansible.cfg"),   # no config file: defaults
+            "ANSIBLE_HOME": os.path.join(self.dir, ".ansible"),
+            "ANSIBLE_LOCAL_TEMP": os.path.join(self.dir, ".ansible", "tmp"),
+            "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
+            "ANSIBLE_CALLBACKS_ENABLED": "fleet_trace",
+            "FLEET_TRACE_FILE": trace,
+            "PATH": "%s:%s" % (BIN, env.get("PATH", "")),
+        })
+        return env
+
+    def play(self, name, playbook, extra=(), wrap=()):
+        """Run one playbook against the fleet; returns the measurements of the run."""
+        trace = os.path.join(self.dir, "%s.trace.jsonl" % name)
+        out = os.path.join(self.dir, "%s.out" % name)
+        for path in (trace,):
+            if os.path.exists(path):
+                os.unlink(path)
+        previous = self.emu.requests_log()
+        since = previous[-1]["seq"] if previous else 0
+        argv = list(wrap) + [os.path.join(BIN, "ansible-playbook"), "-i", self.inventory,
+                             "-f", str(self.args.forks), playbook] + list(extra)
+        emu_cpu0 = proc_cpu(self.emu.proc.pid)
+        busy0, total0 = machine_cpu()
+        with open(out, "w") as handle:
+            started = time.monotonic()
+            proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=self.env(trace),
+                                    cwd=self.dir, stdin=subprocess.DEVNULL, start_new_session=True)
+            timer = threading.Timer(self.args.timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+            timer.start()
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - started
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        emu_cpu = proc_cpu(self.emu.proc.pid)
+        busy1, total1 = machine_cpu()
+        tick = float(os.sysconf("SC_CLK_TCK"))
+        own = usage.ru_utime + usage.ru_stime + ((emu_cpu or 0) - (emu_cpu0 or 0))
+        # CPU used on the machine during the run by anything else (colleagues' jobs): contention.
+        others = max(0.0, (busy1 - busy0) / tick - own)
+        requests = self.emu.requests_log(since)
+        reads = sum(1 for r in requests if not r["write"])
+        writes = sum(1 for r in requests if r["write"])
+        by_endpoint = {}
+        for r in requests:
+            by_endpoint[r["endpoint"]] = by_endpoint.get(r["endpoint"], 0) + 1
+        delays = self.delays(trace)
+        result = {
+            "name": name, "n": self.n, "rc": proc.returncode, "wall": round(wall, 2),
+            "cpu": round(usage.ru_utime + usage.ru_stime, 2), "cpu_user": round(usage.ru_utime, 2),
+            "cpu_sys": round(usage.ru_stime, 2), "maxrss_mib": round(usage.ru_maxrss / 1024.0, 1),
+            "reads": reads, "writes": writes, "by_endpoint": by_endpoint,
+            "emulator_cpu": round(emu_cpu - emu_cpu0, 2) if emu_cpu is not None and emu_cpu0 is not None else None,
+            "others_cpu": round(others, 1), "others_cores": round(others / wall, 2),
+            "loadavg": open("/proc/loadavg").read().split()[0],
+            "output": out,
+        }
+        result.update(delays)
+        if proc.returncode != 0:
+            log("  %s exited %s; see %s" % (name, proc.returncode, out))
+        return result
+
+    def delays(self, trace):
+        """Completion -> return delay of every ticket this run started (seconds)."""
+        completed = {}
+        path = os.path.join(self.emu.workdir, "ticket-completions.jsonl")
+        if os.path.exists(path):
+            with open(path) as handle:
+                for line in handle:
+                    entry = json.loads(line)
+                    completed[entry["ticket_id"]] = entry
+        started, returned = {}, {}
+        if os.path.exists(trace):
+            with open(trace) as handle:
+                for line in handle:
+                    entry = json.loads(line)
+                    for tid in entry["started"]:
+                        started.setdefault(tid, entry["t"])
+                    for tid in entry["done"]:
+                        returned.setdefault(tid, entry["t"])
+        by_op = {"preflight": [], "ready": []}
+        missing = 0
+        ok = {"preflight": 0, "ready": 0}
+        for tid in started:
+            done = completed.get(tid)
+            if done is None or tid not in returned:
+                missing += 1
+                continue
+            by_op[done["operation"]].append(returned[tid] - done["completed"])
+            ok[done["operation"]] += done["status"] == "success"
+        every = by_op["preflight"] + by_op["ready"]
+        r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
+        return {"tickets": len(started), "tickets_unmatched": missing,
+                "preflight_ok": ok["preflight"], "run_ok": ok["ready"],
+                "delay_p50": r3(pct(every, 50)), "delay_p95": r3(pct(every, 95)), "delay_max": r3(max(every or [0])),
+                "delay_preflight_p95": r3(pct(by_op["preflight"], 95)), "delay_run_p95": r3(pct(by_op["ready"], 95))}
+
+
+def limit(args):
+    return 2 * (args.accept_delay + POLL) + args.preflight + args.run
+
+
+def bench(args, workroot):
+    results = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
+               "argv": sys.argv[1:], "forks": args.forks, "preflight": args.preflight, "run": args.run,
+               "accept_delay": args.accept_delay, "poll": POLL, "limit": limit(args), "runs": []}
+    for n in args.sizes:
+        fleet = Fleet(os.path.join(workroot, "n%d-collection" % n), n, args)
+        try:
+            log("N=%d collection" % n)
+            first = fleet.play("collection", COLLECTION_PLAYBOOK)
+            first["kind"] = "collection"
+            results["runs"].append(first)
+            log("  wall %.1fs cpu %.1fs writes %d p95 %s" % (first["wall"], first["cpu"], first["writes"],
+                                                            first["delay_p95"]))
+            if n in args.rerun_sizes:
+                log("N=%d collection re-run (site_migration_refresh=false)" % n)
+                again = fleet.play("rerun", COLLECTION_PLAYBOOK, extra=["-e", "site_migration_refresh=false"])
+                again["kind"] = "rerun"
+                results["runs"].append(again)
+                log("  wall %.1fs cpu %.1fs writes %d" % (again["wall"], again["cpu"], again["writes"]))
+        finally:
+            fleet.stop()
+        if n <= args.baseline_max:
+            fleet = Fleet(os.path.join(workroot, "n%d-baseline" % n), n, args)
+            try:
+                log("N=%d baseline (uri)" % n)
+                base = fleet.play("baseline", BASELINE_PLAYBOOK)
+                base["kind"] = "baseline"
+                results["runs"].append(base)
+                log("  wall %.1fs cpu %.1fs writes %d p95 %s" % (base["wall"], base["cpu"], base["writes"],
+                                                                base["delay_p95"]))
+            finally:
+                fleet.stop()
+        with open(os.path.join(workroot, "results.json"), "w") as handle:
+            json.dump(results, handle, indent=1)
+    return results
+
+
+# ------------------------------------------------------------------------------------------ report
+
+def _f(value, fmt="%.1f"):
+    return "–" if value is None else fmt % value
+
+
+def tables(results):
+    runs = results["runs"]
+    get = lambda kind, n: next((r for r in runs if r["kind"] == kind and r["n"] == n), None)  # noqa: E731
+    sizes = sorted({r["n"] for r in runs})
+    lim = results["limit"]
+    lines = ["| N | collection wall s | baseline wall s | limit s | collection / limit | baseline / collection "
+             "| CPU-s per site (coll. / base.) | API calls per site r/w (coll. / base.) "
+             "| p95 completion→return s (coll. / base.) | re-run writes (wall s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n in sizes:
+        c, b, rr = get("collection", n), get("baseline", n), get("rerun", n)
+        lines.append("| %d | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s | %s |" % (
+            n, _f(c and c["wall"]), _f(b and b["wall"]), _f(lim),
+            _f(c and c["wall"] / lim, "%.2f"), _f(b and c and b["wall"] / c["wall"], "%.1fx"),
+            _f(c and c["cpu"] / n, "%.2f"), _f(b and b["cpu"] / n, "%.2f"),
+            "%.1f/%.1f" % (c["reads"] / n, c["writes"] / n) if c else "–",
+            "%.1f/%.1f" % (b["reads"] / n, b["writes"] / n) if b else "–",
+            _f(c and c["delay_p95"], "%.2f"), _f(b and b["delay_p95"], "%.2f"),
+            "%d (%.1f)" % (rr["writes"], rr["wall"]) if rr else "–"))
+    detail = ["| run | N | rc | wall s | CPU s (user+sys) | CPU-s / site | max RSS MiB | reads / writes "
+              "| delay p50 / p95 / max s | preflight / run p95 s | runs succeeded | emulator CPU s | other load (cores) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    order = {"collection": 0, "rerun": 1, "baseline": 2}
+    for r in sorted(runs, key=lambda r: (order[r["kind"]], r["n"])):
+        detail.append("| %s | %d | %d | %.1f | %.1f (%.1f+%.1f) | %.2f | %.0f | %d / %d | %s / %s / %s | %s / %s | %s | %s | %s |" % (
+            r["kind"], r["n"], r["rc"], r["wall"], r["cpu"], r["cpu_user"], r["cpu_sys"], r["cpu"] / r["n"],
+            r["maxrss_mib"], r["reads"], r["writes"], _f(r["delay_p50"], "%.2f"), _f(r["delay_p95"], "%.2f"),
+            _f(r["delay_max"], "%.2f"), _f(r["delay_preflight_p95"], "%.2f"), _f(r["delay_run_p95"], "%.2f"),
+            "%d/%d" % (r["run_ok"], r["n"]) if r["kind"] != "rerun" else "–", _f(r["emulator_cpu"]),
+            _f(r.get("others_cores"), "%.2f")))
+    return "\n".join(lines), "\n".join(detail)
+
+
+def targets(results):
+    runs = results["runs"]
+    get = lambda kind, n: next((r for r in runs if r["kind"] == kind and r["n"] == n), None)  # noqa: E731
+    c1, c100, b100, rr100 = get("collection", 1), get("collection", 100), get("baseline", 100), get("rerun", 100)
+    rows = ["| target (N=100, reported, not asserted) | measured | met |", "| --- | --- | --- |"]
+
+    def row(text, value, ok):
+        rows.append("| %s | %s | %s |" % (text, value, "–" if ok is None else ("yes" if ok else "**no**")))
+    if c1 and c100:
+        ratio = c100["wall"] / c1["wall"]
+        row("wall ≤ 1.5 × single-site wall", "%.1f s / %.1f s = %.2f×" % (c100["wall"], c1["wall"], ratio), ratio <= 1.5)
+    if c100 and b100:
+        ratio = b100["wall"] / c100["wall"]
+        row("≥ 5× faster than the uri baseline (same forks)", "%.1f s vs %.1f s = %.1f×" % (b100["wall"], c100["wall"], ratio),
+            ratio >= 5)
+    if c100:
+        row("controller CPU ≤ 0.5 CPU-s per site", "%.2f CPU-s" % (c100["cpu"] / 100), c100["cpu"] / 100 <= 0.5)
+        row("p95 completion→return ≤ 1.2 s", "%.2f s" % c100["delay_p95"], c100["delay_p95"] <= 1.2)
+    if rr100:
+        row("re-run of the completed fleet: 0 writes", "%d writes, %d reads" % (rr100["writes"], rr100["reads"]),
+            rr100["writes"] == 0)
+    return "\n".join(rows)
+
+
+def render(results):
+    summary, detail = tables(results)
+    head = ("Generated by `%s` on %s: forks %d, preflight %gs, run %gs, accept delay (202 window) %gs, "
+            "poll interval %gs; limit = 2 × (accept delay + poll interval) + preflight + run = %gs." % (
+                " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"], results["forks"],
+                results["preflight"], results["run"], results["accept_delay"], results["poll"], results["limit"]))
+    return "\n\n".join([head, summary, "Targets:", targets(results), "Every run:", detail])
+
+
+def update_doc(text):
+    with open(DOC, encoding="utf-8") as handle:
+        doc = handle.read()
+    if START not in doc or END not in doc:
+        raise SystemExit("%s has no %s ... %s markers" % (DOC, START, END))
+    before, rest = doc.split(START, 1)
+    after = rest.split(END, 1)[1]
+    with open(DOC, "w", encoding="utf-8") as handle:
+        handle.write(before + START + "\n" + text + "\n" + END + after)
+
+
+def plot(results_path):
+    if not os.path.exists(BENCH_PY):
+        log("no %s: plot skipped (python3.12 -m venv .venv-bench && .venv-bench/bin/pip install -r "
+            "tests/benchmarks/fleet/requirements.txt)" % BENCH_PY)
+        return
+    subprocess.run([BENCH_PY, os.path.join(HERE, "plot.py"), results_path, PLOT], check=True)
+    log("plot: %s" % PLOT)
+
+
+# ------------------------------------------------------------------------------------------ profile
+
+def profile(args, workroot):
+    """The collection at N under py-spy (all processes: the controller and its forks)."""
+    pyspy = os.path.join(ROOT, ".venv-bench", "bin", "py-spy")
+    if not os.path.exists(pyspy):
+        raise SystemExit("profile needs py-spy in .venv-bench (tests/benchmarks/fleet/requirements.txt)")
+    n = args.profile
+    fleet = Fleet(os.path.join(workroot, "n%d-profile" % n), n, args)
+    raw = os.path.join(workroot, "profile-n%d.txt" % n)
+    try:
+        log("N=%d collection under py-spy (--subprocesses, %d Hz)" % (n, args.profile_rate))
+        run = fleet.play("profile", COLLECTION_PLAYBOOK,
+                         wrap=[pyspy, "record", "--subprocesses", "--rate", str(args.profile_rate),
+                               "--format", "raw", "--output", raw, "--"])
+    finally:
+        fleet.stop()
+    log("  wall %.1fs cpu %.1fs (profiled; not comparable with the table)" % (run["wall"], run["cpu"]))
+    summary = summarize_profile(raw)
+    with open(os.path.join(workroot, "profile-n%d.md" % n), "w") as handle:
+        handle.write(summary + "\n")
+    print(summary)
+
+
+CATEGORIES = [  # first match on the stack, from the leaf up, names the category of a sample
+    ("TLS / HTTP (requests, urllib3, ssl, http.client)", re.compile(r"\((?:requests|urllib3|ssl|http/client)[/.]|"
+                                                                   r"/(?:requests|urllib3)/|/ssl\.py|http/client\.py")),
+    ("Jinja2 templating (ansible _internal/_templating, jinja2)", re.compile(r"/jinja2/|_templating/|/template/")),
+    ("module arg validation (ArgumentSpecValidator)", re.compile(r"module_utils/common/(?:arg_spec|parameters|validation)")),
+    ("collection module logic (module_utils of wpcloud)", re.compile(r"wpcloud/hosting/plugins/module_utils")),
+    ("variable manager (get_vars, hostvars)", re.compile(r"ansible/vars/")),
+    ("worker process start / fork / IPC (multiprocessing, queues)", re.compile(r"multiprocessing/|executor/process/|"
+                                                                              r"_internal/_.*queue|worker")),
+    ("callbacks / display", re.compile(r"plugins/callback/|utils/display")),
+    ("strategy / task queue manager", re.compile(r"plugins/strategy/|executor/task_queue_manager")),
+    ("task executor", re.compile(r"executor/task_executor")),
+    ("plugin loading / imports", re.compile(r"plugins/loader|<frozen importlib")),
+    ("playbook / inventory parsing", re.compile(r"ansible/playbook/|ansible/inventory/|ansible/parsing/")),
+]
+
+
+def summarize_profile(raw):
+    """Self and category totals from py-spy's raw (collapsed) output."""
+    total = 0
+    self_time, categories, processes = {}, {}, {}
+    frame_re = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")
+    with open(raw, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, _, count = line.rpartition(" ")
+            try:
+                count = int(count)
+            except ValueError:
+                continue
+            frames = stack.split(";")
+            total += count
+            proc = frames[0] if frames and frames[0].startswith("process") else "?"
+            kind = "main (ansible-playbook)" if "ansible-playbook" in proc and processes.get("_main") in (None, proc) else "other"
+            processes.setdefault("_main", proc if "ansible-playbook" in proc else None)
+            processes[kind] = processes.get(kind, 0) + count
+            leaf = frames[-1]
+            match = frame_re.match(leaf)
+            name = "%s (%s)" % (match.group(1), _short(match.group(2))) if match else leaf
+            self_time[name] = self_time.get(name, 0) + count
+            label = "other"
+            for cat, pattern in CATEGORIES:
+                if any(pattern.search(f) for f in reversed(frames[1:])):
+                    label = cat
+                    break
+            categories[label] = categories.get(label, 0) + count
+    processes.pop("_main", None)
+    out = ["py-spy samples (on-CPU): %d" % total, "",
+           "| where (first matching frame, leaf first) | share of on-CPU samples |", "| --- | --- |"]
+    for label, count in sorted(categories.items(), key=lambda kv: -kv[1]):
+        out.append("| %s | %.1f %% |" % (label, 100.0 * count / max(total, 1)))
+    out += ["", "| process | share |", "| --- | --- |"]
+    for label, count in sorted(processes.items(), key=lambda kv: -kv[1]):
+        out.append("| %s | %.1f %% |" % (label, 100.0 * count / max(total, 1)))
+    out += ["", "| top self time (function, file) | share |", "| --- | --- |"]
+    for label, count in sorted(self_time.items(), key=lambda kv: -kv[1])[:20]:
+        out.append("| `%s` | %.1f %% |" % (label, 100.0 * count / max(total, 1)))
+    return "\n".join(out)
+
+
+def _short(path):
+    for marker in ("site-packages/", "ansible_collections/", "lib/python3.12/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ints = lambda text: [int(x) for x in text.split(",") if x.strip()]  # noqa: E731
+    parser.add_argument("--sizes", type=ints, default=[1, 10, 50, 100, 200], help="fleet sizes N (default 1,10,50,100,200)")
+    parser.add_argument("--forks", type=int, default=5, help="ansible-playbook -f for both playbooks (default 5)")
+    parser.add_argument("--preflight", type=float, default=2.0, help="server-side preflight duration s (default 2)")
+    parser.add_argument("--run", type=float, default=10.0, help="server-side run duration s (default 10)")
+    parser.add_argument("--accept-delay", type=float, default=1.0, help="the emulator's 202 window s (default 1)")
+    parser.add_argument("--baseline-max", type=int, default=100,
+                        help="run the uri baseline only for N <= this (default 100; 200 takes ~12 min more)")
+    parser.add_argument("--rerun-sizes", type=ints, default=None,
+                        help="sizes that get the refresh=false re-run (default: every size)")
+    parser.add_argument("--timeout", type=float, default=1800, help="per playbook run, s")
+    parser.add_argument("--workdir", help="default tests/benchmarks/fleet/work/<timestamp> (gitignored)")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the tables into docs/performance.md and the plot into docs/performance-fleet.png")
+    parser.add_argument("--profile", type=int, metavar="N",
+                        help="instead of the benchmark: run the collection at N under py-spy and summarize")
+    parser.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second (default 200)")
+    parser.add_argument("--report", metavar="RESULTS_JSON", help="only render (and with --docs, write) a results.json")
+    args = parser.parse_args(argv)
+    if args.rerun_sizes is None:
+        args.rerun_sizes = args.sizes
+    workroot = os.path.abspath(args.workdir or os.path.join(HERE, "work", time.strftime("%Y%m%dT%H%M%S")))
+    if args.report:
+        with open(args.report) as handle:
+            results = json.load(handle)
+        results_path = args.report
+    else:
+        os.makedirs(workroot, exist_ok=True)
+        log("work directory %s" % workroot)
+        if args.profile:
+            profile(args, workroot)
+            return 0
+        results = bench(args, workroot)
+        results_path = os.path.join(workroot, "results.json")
+    text = render(results)
+    print()
+    print(text)
+    if args.docs:
+        update_doc(text)
+        plot(results_path)
+        log("updated %s" % DOC)
+    return 0 if all(r["rc"] == 0 for r in results["runs"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""The emulator (tests/emulator/server.py, unchanged) plus a record of when each ticket completes.
+
+Benchmark-only. The emulator keeps a ticket's creation time (in its ID) but not the moment its work
+ended, which is what the "completion -> return" delay of the fleet benchmark is measured from. This
+wrapper wraps ``Service._work`` (the worker thread that runs a preflight or a run and then sets the
+ticket's final status under the service lock) and appends one JSON line per finished ticket to
+``WORKDIR/ticket-completions.jsonl``: ``{"ticket_id", "operation", "status", "completed"}`` with
+``completed`` in Unix seconds (time.time(), taken right after the status was set; the only work in
+between is the no-op webhook emit). Same arguments as server.py; started by run.py through
+tests/emulator/launcher.py with its SERVER path pointed here.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EMULATOR = os.path.normpath(os.path.join(HERE, "..", "..", "emulator"))
+sys.path.insert(0, EMULATOR)
+
+import service  # noqa: E402  (tests/emulator/service.py)
+
+_lock = threading.Lock()
+_path = None
+
+
+def _workdir(argv):
+    for i, arg in enumerate(argv):
+        if arg == "--workdir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--workdir="):
+            return arg.split("=", 1)[1]
+    return os.getcwd()
+
+
+_original_work = service.Service._work
+
+
+def _traced_work(self, epoch, mid, generation, tid, operation):
+    _original_work(self, epoch, mid, generation, tid, operation)
+    done = time.time()
+    ticket = self.tickets.get(tid) or {}
+    line = json.dumps({"ticket_id": tid, "operation": operation, "status": ticket.get("status"),
+                       "completed": done, "created": ticket.get("created")})
+    with _lock, open(_path, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+service.Service._work = _traced_work
+
+if __name__ == "__main__":
+    _path = os.path.join(os.path.abspath(_workdir(sys.argv[1:])), "ticket-completions.jsonl")
+    import server  # noqa: E402  (tests/emulator/server.py; its own "import service" gets the patched module)
+    sys.exit(server.main(sys.argv[1:]))
