@@ -6,6 +6,7 @@ these tests are computed with hmac/hashlib directly.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -15,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -162,3 +164,66 @@ class Rulebook:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+class Harness:
+    """Runs main(queue, args) in a background event loop; a consumer collects emitted events."""
+
+    def __init__(self, plugin, args, queue_size=1):
+        self.plugin = plugin
+        self.args = args
+        self.events = []
+        self.error = None
+        self.loop = asyncio.new_event_loop()
+        self.queue_size = queue_size
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = threading.Event()
+        self.pause = threading.Event()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:  # noqa: BLE001
+            self.error = exc
+        finally:
+            self.started.set()
+
+    async def _main(self):
+        self.queue = asyncio.Queue(self.queue_size)
+        self.task = asyncio.ensure_future(self.plugin["main"](self.queue, self.args))
+        consumer = asyncio.ensure_future(self._consume())
+        self.started.set()
+        try:
+            await self.task
+        finally:
+            consumer.cancel()
+
+    async def _consume(self):
+        while True:
+            while self.pause.is_set():
+                await asyncio.sleep(0.01)
+            self.events.append(await self.queue.get())
+
+    def start(self):
+        self.thread.start()
+        self.started.wait(10)
+        return self
+
+    def stop(self):
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.task.cancel)
+            self.thread.join(10)
+
+
+def ready(url, ca):
+    """Wait until the source answers /healthz over HTTPS."""
+    ctx = ssl.create_default_context(cafile=ca)
+
+    def ok():
+        try:
+            with urllib.request.urlopen(url + "/healthz", context=ctx, timeout=2) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+    wait_for(ok, 15, 0.05, "the source to listen")
