@@ -1,0 +1,83 @@
+"""The `all` action group of meta/runtime.yml lists exactly the modules, and every module has its action plugin.
+
+Adding a module without adding it to the group (or keeping a removed one there) fails here, before a user
+finds that `module_defaults: {group/wpcloud.hosting.all: ...}` silently does not apply to it.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ROOT / "plugins" / "modules"
+ACTIONS = ROOT / "plugins" / "action"
+
+
+def module_names():
+    return sorted(p.stem for p in MODULES.glob("*.py") if p.stem != "__init__")
+
+
+def all_group():
+    runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
+    return runtime["action_groups"]["all"]
+
+
+def documentation(path):
+    """The module's DOCUMENTATION string, read without importing the module."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DOCUMENTATION" for t in node.targets):
+            return yaml.safe_load(node.value.value)
+    raise AssertionError("%s has no DOCUMENTATION" % path)
+
+
+def test_there_are_modules():
+    assert len(module_names()) >= 7, module_names()
+
+
+def test_all_group_lists_exactly_the_modules():
+    group = all_group()
+    assert len(group) == len(set(group)), "duplicates in action_groups.all: %s" % group
+    modules = set(module_names())
+    missing = sorted(modules - set(group))
+    extra = sorted(set(group) - modules)
+    assert not missing, "modules missing from meta/runtime.yml action_groups.all: %s" % missing
+    assert not extra, "action_groups.all names that are not modules in plugins/modules/: %s" % extra
+
+
+def test_all_group_is_sorted():
+    group = all_group()
+    assert group == sorted(group), "keep action_groups.all in alphabetical order: %s" % sorted(group)
+
+
+def test_every_module_has_an_action_plugin_of_the_same_name():
+    missing = [name for name in module_names() if not (ACTIONS / ("%s.py" % name)).is_file()]
+    assert not missing, "modules without plugins/action/<name>.py: %s" % missing
+    orphans = sorted(p.stem for p in ACTIONS.glob("*.py") if p.stem != "__init__" and p.stem not in module_names())
+    assert not orphans, "action plugins without a module: %s" % orphans
+
+
+def test_every_module_documents_its_group_membership():
+    """The docs say `group/wpcloud.hosting.all` (the attributes fragment) for every module."""
+    for name in module_names():
+        doc = documentation(MODULES / ("%s.py" % name))
+        fragments = doc.get("extends_documentation_fragment") or []
+        own = ((doc.get("attributes") or {}).get("action_group") or {}).get("membership") or []
+        assert "wpcloud.hosting.attributes" in fragments or "wpcloud.hosting.all" in own, name
+
+
+def test_ansible_resolves_the_group_to_every_module(tmp_path):
+    """What ansible-core itself reads from the collection: group/wpcloud.hosting.all -> every module."""
+    link = tmp_path / "ansible_collections" / "wpcloud" / "hosting"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ROOT)
+    code = (
+        "import json, sys\n"
+        "from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder, _get_collection_metadata\n"
+        "_AnsibleCollectionFinder(paths=[sys.argv[1]])._install()\n"
+        "print(json.dumps(_get_collection_metadata('wpcloud.hosting')['action_groups']['all']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, capture_output=True, text=True)
+    assert sorted(yaml.safe_load(out.stdout)) == module_names()
