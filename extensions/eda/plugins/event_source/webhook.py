@@ -161,6 +161,7 @@ import json
 import logging
 import os
 import re
+import signal
 import ssl
 import sys
 import time
@@ -341,6 +342,8 @@ class SpoolWriter:
                 os.fsync(handle.fileno())
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         _sync_dir(self.dir)
+        # never reuse a position the rulebook side has already recorded as emitted
+        max_seq = max(max_seq, self.marked_seq)
         self.next_seq = max_seq + 1
         self.durable_seq = max_seq
         self.durable_offset = good
@@ -617,7 +620,6 @@ def _die_with_parent() -> None:
     """Linux: get SIGKILL when the rulebook process dies (stdin EOF is the portable signal)."""
     try:
         import ctypes  # pylint: disable=import-outside-toplevel
-        import signal  # pylint: disable=import-outside-toplevel
         ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))   # PR_SET_PDEATHSIG
     except (OSError, AttributeError, ImportError):
         pass
@@ -641,11 +643,18 @@ async def _receiver_main() -> int:
                         format="%(asctime)s - %(name)s - %(levelname)s - %(message)s")
     spool = SpoolWriter(config["spool_dir"], int(args.get("spool_max_bytes", 64 << 20)),
                         int(args.get("dedupe_size", 100000)), notify)
+    spool.marked_seq = int(config.get("marked_seq", 0))
     runner = None
+    stop = asyncio.Event()
+    try:
+        # Ctrl-C reaches the whole process group: the rulebook side decides when the receiver stops
+        loop.add_signal_handler(signal.SIGINT, lambda: None)
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-POSIX
+        pass
     try:
         ssl_context = _ssl_context(args)
         spool.open()
-        spool.marked_seq = int(config.get("marked_seq", 0))
         receiver = Receiver(args, spool, keys)
         receiver.recovered = int(config.get("recovered", 0))
         app = web.Application(client_max_size=receiver.max_body)
@@ -664,14 +673,21 @@ async def _receiver_main() -> int:
         await notify.drain()
         return 1
     notify.line(b"READY %d %d\n" % (spool.durable_seq, spool.durable_offset))
+    stopper = loop.create_task(stop.wait())
     try:
         while True:
-            line = await reader.readline()
+            reading = loop.create_task(reader.readline())
+            await asyncio.wait({reading, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():
+                reading.cancel()
+                break                     # SIGTERM
+            line = reading.result()
             if not line:                  # the rulebook is gone or stopping
                 break
             if line.startswith(b"M "):
                 spool.marked_seq = max(spool.marked_seq, int(line[2:]))
     finally:
+        stopper.cancel()
         await runner.cleanup()          # stops accepting; in-flight requests finish their fsync
         if spool._writer is not None:   # pylint: disable=protected-access
             try:
