@@ -286,6 +286,9 @@ def test_each_preflight_failure_stops_its_site_with_the_diagnosis(run, emu):
         sources[source] = {"ansible_user": "www"}
         sites["to-" + source] = {"site_migration_site": str(_site(emu)), "site_migration_source_host": source}
     sites["to-good.example"] = {"site_migration_site": str(_site(emu)), "site_migration_source_host": "good.example"}
+    sources["runfail.example"] = {"ansible_user": "www"}
+    sites["to-runfail.example"] = {"site_migration_site": str(_site(emu)),
+                                   "site_migration_source_host": "runfail.example"}
     run.inventory(emu, sites, sources, site_vars={"site_migration_auth": "password"})
     (run.dir / "group_vars").mkdir()
     group_vault = run.dir / "group_vars" / "wpcloud_sites.yml"
@@ -307,12 +310,16 @@ def test_each_preflight_failure_stops_its_site_with_the_diagnosis(run, emu):
         assert by_host[host]["run"] is None
     assert by_host["to-good.example"]["result"] == "succeeded"
     assert recap["to-good.example"]["failed"] == 0
+    # A run that fails after a good preflight stops its site too, with the run's messages.
+    assert by_host["to-runfail.example"]["result"] == "run_failed"
+    assert recap["to-runfail.example"]["failed"] == 1
+    assert "site %s: the run of migration" % sites["to-runfail.example"]["site_migration_site"] in proc.stdout
     assert "correct horse battery" not in proc.stdout + proc.stderr
 
     log = emu.requests_log()
-    assert len(_writes(log, "migration.create")) == 5
-    assert len(_writes(log, "migration.preflight")) == 5
-    assert len(_writes(log, "migration.ready")) == 1       # only the good site was started
+    assert len(_writes(log, "migration.create")) == 6
+    assert len(_writes(log, "migration.preflight")) == 6
+    assert len(_writes(log, "migration.ready")) == 2       # only the sites whose preflight succeeded
 
 
 def test_invalid_inputs_are_refused_before_any_call(run, emu):
