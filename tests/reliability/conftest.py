@@ -1,0 +1,103 @@
+"""Fixtures of the reliability suite and the summary table printed at the end of the run.
+
+Run: .venv/bin/python -m pytest tests/reliability -q      (see docs/reliability.md)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+import reliability_support as rs
+from launcher import start_emulator  # tests/emulator is on sys.path via reliability_support
+
+ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
+
+
+@pytest.fixture(scope="session")
+def canaries():
+    return rs.Canaries.make()
+
+
+@pytest.fixture(scope="session")
+def rel_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("reliability")
+    ARTIFACT_ROOTS.append(base / "out")
+    (base / "out").mkdir()
+    (base / "inputs").mkdir()       # files holding secrets on purpose (vars files, keys): never scanned
+    (base / "no-ansible.cfg").write_text("")
+    return base
+
+
+def start_canary_emulator(workdir, canaries, accept_delay="0.3", state=True, extra=()):
+    workdir.mkdir(parents=True, exist_ok=True)
+    ARTIFACT_ROOTS.append(workdir)
+    args = ["--api-key", canaries.api_key, "--accept-delay", accept_delay,
+            "--log-file", str(workdir / "emulator.log"), "--log-level", "DEBUG"] + list(extra)
+    emu = start_emulator(workdir, state_file=str(workdir / "emulator-state.json") if state else None,
+                         extra_args=args)
+    assert emu.api_key == canaries.api_key, "the emulator did not take --api-key"
+    return emu
+
+
+@pytest.fixture(scope="session")
+def emulator(rel_dir, canaries):
+    emu = start_canary_emulator(rel_dir / "emulator", canaries)
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def emu(emulator):
+    emulator.reset()
+    return emulator
+
+
+# ------------------------------------------------------------------------------------ summary table
+
+_started = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    stats = terminalreporter.stats
+    count = {k: len([r for r in stats.get(k, []) if getattr(r, "when", "call") == "call"])
+             for k in ("passed", "failed", "xfailed", "xpassed", "skipped", "error")}
+    count["skipped"] = len(stats.get("skipped", []))
+    count["error"] = len(stats.get("error", []))
+    run = sum(count.values())
+    s = rs.SUMMARY
+
+    def fig(value):
+        return "not measured" if value is None else str(value)
+
+    rows = [
+        ("cases run", str(run)),
+        ("passed", str(count["passed"])),
+        ("expected failures (findings, xfail strict)", str(count["xfailed"])),
+        ("failed / errors / xpassed", "%d / %d / %d" % (count["failed"], count["error"], count["xpassed"])),
+        ("skipped", str(count["skipped"])),
+        ("hostile-input cases", str(s["hostile_cases"])),
+        ("secret occurrences found", "%s (in %d files, %.1f MB scanned)" % (
+            fig(s["secret_occurrences"]), s["secret_files_scanned"], s["secret_bytes_scanned"] / 1e6)),
+        ("secret occurrences in known findings (xfail)", str(s["secret_occurrences_in_findings"])),
+        ("duplicate migrations", fig(s["duplicate_migrations"])),
+        ("writes repeated after an unknown effect", fig(s["repeated_unknown_writes"])),
+        ("lost tickets", fig(s["lost_tickets"])),
+        ("lost events", fig(s["lost_events"])),
+        ("fleet: sites / playbook runs to converge", "%s / %s" % (fig(s["fleet_sites"]), fig(s["fleet_runs"]))),
+        ("valid delivery latency under attack (ms, max)", fig(s["attack_latency_ms"])),
+        ("wall time (s)", "%.0f" % (time.monotonic() - _started)),
+    ]
+    width = max(len(r[0]) for r in rows)
+    terminalreporter.write_sep("=", "reliability summary")
+    terminalreporter.write_line("| %s | %s |" % ("figure".ljust(width), "value"))
+    terminalreporter.write_line("| %s | %s |" % ("-" * width, "-----"))
+    for name, value in rows:
+        terminalreporter.write_line("| %s | %s |" % (name.ljust(width), value))
+    out = os.environ.get("RELIABILITY_SUMMARY_JSON")
+    if out:
+        with open(out, "w") as handle:
+            json.dump({"counts": count, "figures": s, "rows": rows}, handle, indent=1)
