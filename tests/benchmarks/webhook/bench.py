@@ -17,7 +17,11 @@ keep-alive connections in this process. Phases per run:
    (acknowledged events/s); then a sentinel event; end-to-end events/s = burst / (time until
    the rulebook has processed the sentinel, i.e. every event before it);
 4. checks: Drools ``eventsProcessed`` == events acknowledged + 1; RSS growth = peak VmRSS
-   sampled every 50 ms during phases 2-3 minus the baseline.
+   sampled every 50 ms during phases 2-3 minus the baseline;
+5. "CPU ms/ack during burst": CPU time of the receiving side per acknowledged event during the burst
+   (ours: the receiver process; builtin: the whole rulebook process, where it receives and runs the
+   rules in one thread), a figure that stays meaningful on a busy machine; the 1-minute load average
+   at the end of the burst is printed next to it.
 
 Bodies: unique signed WP Cloud bodies (300-400 bytes) for our source; for the builtin the same
 bodies with ``X-Hub-Signature-256: sha256=<hex HMAC of the body>``.
@@ -85,6 +89,19 @@ def _children(pid):
     except OSError:
         pass
     return out
+
+
+def cpu_s(pids):
+    """utime + stime (all threads) of the given processes, in seconds."""
+    total = 0.0
+    for proc in pids:
+        try:
+            with open("/proc/%d/stat" % proc) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            continue
+    return total
 
 
 def rss_kb(pid, field="VmRSS"):
@@ -269,10 +286,14 @@ def run_variant(variant, args):
 
         burst = [variant.body_request() for _i in range(args.burst)]
         stop = variant.body_request(stop=True)
+        kids = _children(pid)
+        cpu0_main, cpu0_kids = cpu_s([pid]), cpu_s(kids)
         t0 = time.perf_counter()
         statuses, elapsed = asyncio.run(closed_loop(variant, burst, 32))
         ok = sum(1 for s in statuses if s == 200)
         result["burst_acked_per_s"] = ok / elapsed
+        result["receiver_cpu_ms"] = ((cpu_s(kids) - cpu0_kids) if kids else (cpu_s([pid]) - cpu0_main)) / ok * 1000
+        result["loadavg"] = os.getloadavg()[0]
         stop_status, _elapsed2 = asyncio.run(closed_loop(variant, [stop], 1))
         variant.proc.wait(600)
         t_end = time.perf_counter()
@@ -328,13 +349,14 @@ def main():
             results.append(run_variant(variant, args))
             sys.stderr.write(json.dumps(results[-1]) + "\n")
     print("| variant | burst acked events/s | p50 ms @%d/s | p99 ms @%d/s | end-to-end events/s | "
-          "all acked processed | RSS base MB | RSS growth MB |" % (args.rate, args.rate))
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "all acked processed | RSS base MB | RSS growth MB | CPU ms/ack during burst | load avg |"
+          % (args.rate, args.rate))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print("| %s | %.0f | %.2f | %.2f | %.0f | %s (%s/%s) | %.0f | %.1f |" % (
+        print("| %s | %.0f | %.2f | %.2f | %.0f | %s (%s/%s) | %.0f | %.1f | %.3f | %.1f |" % (
             r["variant"], r["burst_acked_per_s"], r["p50_ms"], r["p99_ms"], r["e2e_per_s"],
             "yes" if r["all_processed"] else "NO", r["events_processed"], r["events_acked"],
-            r["rss_base_mb"], r["rss_growth_mb"]))
+            r["rss_base_mb"], r["rss_growth_mb"], r["receiver_cpu_ms"], r["loadavg"]))
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
     else:
