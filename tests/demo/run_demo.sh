@@ -33,11 +33,12 @@ cleanup() {
     [[ -f $emulator_pid ]] && "$py" tests/emulator/launcher.py --stop "$emulator_pid" >/dev/null 2>&1
     [[ $source_started -eq 1 ]] && "$py" tests/source_host/source_host.py stop --workdir "$tmp/source" --purge >/dev/null 2>&1
     rm -rf "$tmp"
-    printf 'demo: stopped everything it started; took %.1f s\n' "$(echo "$(date +%s.%N) - $started" | bc)"
+    echo "demo: stopped everything it started; took $(since "$started") s"
     exit $rc
 }
 trap cleanup EXIT INT TERM
 
+since() { "$py" -c 'import sys, time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$1"; }
 say() { printf '\n==== %s\n' "$*"; }
 json() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); [d := d[k] for k in sys.argv[2:]]; print(d)' "$@"; }
 
@@ -135,7 +136,7 @@ for name in ("site.allow_migration", "migration.create", "migration.update", "mi
 say "run 1: ansible-playbook wpcloud.hosting.migrate_site"
 t1=$(date +%s.%N)
 playbook
-printf 'run 1 took %.1f s\n' "$(echo "$(date +%s.%N) - $t1" | bc)"
+echo "run 1 took $(since "$t1") s"
 seq1=$(last_seq)
 
 say "the JSON report of run 1"
@@ -199,7 +200,7 @@ fi
 say "run 2: the same command again (refresh: no new migration, preflight and run again)"
 t2=$(date +%s.%N)
 playbook | sed -n '/Show the migration report/,/JSON report/p'
-printf 'run 2 took %.1f s\n' "$(echo "$(date +%s.%N) - $t2" | bc)"
+echo "run 2 took $(since "$t2") s"
 echo "request log, run 2 only (writes):"; log_since "$seq1" | writes
 log_since "$seq1" | "$py" -c '
 import json, sys
