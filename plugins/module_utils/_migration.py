@@ -235,8 +235,8 @@ def read_state_file(path):
 def write_state_file(path, site, migration_id, **extra):
     """Atomically record the migration ID (write to a temporary file, fsync, rename)."""
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o700)
+    # Many sites of one play write their files at once: tolerate the directory appearing meanwhile.
+    os.makedirs(directory, mode=0o700, exist_ok=True)
     data = read_state_file(path)
     data.update(extra)
     data.update(site=site, migration_id=migration_id,
