@@ -97,7 +97,7 @@ units: setup
 	@if [ -z "$$(find $(TREE)/tests/unit -name 'test_*.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no unit tests under tests/unit yet); \
 	else \
-		$(call ansible_test,$(VENV)) units --local --python $(call pyver,$(VENV)); \
+		tests/utils/run-units.sh $(TREE) $(call pyver,$(VENV)); \
 	fi
 
 integration: setup
