@@ -5,23 +5,41 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 EMULATOR_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "emulator"))
 
 
-@pytest.fixture(scope="session")
-def emulator(tmp_path_factory):
+_EMULATOR = {}
+
+
+def pytest_sessionstart(session):
+    """Start the emulator in the pytest process itself: ansible-test runs each test in a forked child,
+    where a session fixture would start (and never stop) one emulator per test."""
     sys.path.insert(0, EMULATOR_DIR)
     try:
         from launcher import start_emulator  # pylint: disable=import-error
     finally:
         sys.path.remove(EMULATOR_DIR)
-    emu = start_emulator(tmp_path_factory.mktemp("emulator"), extra_args=["--accept-delay", "0.3"])
-    yield emu
-    emu.stop()
+    workdir = tempfile.mkdtemp(prefix="wpcloud-unit-emulator-")
+    _EMULATOR["emu"] = start_emulator(workdir, extra_args=["--accept-delay", "0.3"])
+    _EMULATOR["workdir"] = workdir
+
+
+def pytest_sessionfinish(session, exitstatus):
+    emu = _EMULATOR.pop("emu", None)
+    if emu is not None:
+        emu.stop()
+        shutil.rmtree(_EMULATOR.pop("workdir"), ignore_errors=True)
+
+
+@pytest.fixture()
+def emulator():
+    return _EMULATOR["emu"]
 
 
 @pytest.fixture()
