@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 import reliability_support as rs
+from playbook_texts import SECRETS_MODULES
 
-PLAYBOOKS = rs.HERE / "playbooks"
 _site_ids = iter(range(61001, 62000))
 
 
@@ -72,7 +72,9 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
                  "rel_sites_allow": [str(sites["pw"])]}
     variables.update({"rel_site_%s" % k: str(v) for k, v in sites.items()})
     inventory = rs.localhost_inventory(rel_dir)
-    run = rs.run_playbook(rel_dir, out, "modules", PLAYBOOKS / "secrets_modules.yml", inventory,
+    playbook = rel_dir / "secrets_modules.yml"
+    playbook.write_text(SECRETS_MODULES)
+    run = rs.run_playbook(rel_dir, out, "modules", playbook, inventory,
                           args=["-e", json.dumps(variables), "-e", "@%s" % inputs, "--diff"],
                           env={"ANSIBLE_INJECT_INVOCATION": "true"})
     assert run.proc.returncode == 0, run.explain()
@@ -159,37 +161,39 @@ def _vault_password(rel_dir):
     return path
 
 
-@pytest.mark.parametrize("auth", ["password", "key"])
-def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir, auth):
-    """The role for four sites: one succeeds, one fails preflight (auth), one fails the run, one loses
-    its create answer and is converged by a second run. Credentials come from a vaulted file."""
-    name = "secrets-role-%s" % auth
+def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
+    """The role for seven sites in one play, password, key (protected) and generated identities: some
+    succeed, one fails preflight (auth), one fails the run, two lose their create answer and are
+    converged by a second run. Credentials come from a vaulted vars file."""
+    name = "secrets-role"
     out = rel_dir / "out" / name
     out.mkdir(parents=True)
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.2},
                                   "run": {"outcome": "success", "duration": 0.3}},
                       "hosts": {"authfail.example": {"preflight": {"outcome": "auth_failed", "duration": 0.2}},
                                 "runfail.example": {"run": {"outcome": "failure", "duration": 0.2}}}})
+    password = {"site_migration_auth": "password", "site_migration_remote_pass": "{{ canary_remote_pass }}"}
+    key = {"site_migration_auth": "key", "site_migration_ssh_id": "{{ canary_ssh_id_protected }}",
+           "site_migration_ssh_id_pass": "{{ canary_ssh_id_pass }}"}
+    pem = {"site_migration_auth": "key", "site_migration_ssh_id": "{{ canary_ssh_id_pem }}"}
+    generated = {"site_migration_auth": "generated", "site_migration_install_key": False}
     hosts = {}
-    for label, remote in (("ok", "src.example"), ("pfail", "authfail.example"), ("rfail", "runfail.example"),
-                          ("lost", "src.example")):
-        hosts["%s-%s.example" % (label, auth)] = {"site_migration_site": str(_site(emu, allow=False)),
-                                                  "site_migration_remote_host": remote}
-    if auth == "password":
-        secrets_vars = {"site_migration_auth": "password", "site_migration_remote_pass": canaries.remote_pass,
-                        "wpcloud_api_key": canaries.api_key}
-    else:
-        secrets_vars = {"site_migration_auth": "key", "site_migration_ssh_id": canaries.ssh_id_protected,
-                        "site_migration_ssh_id_pass": canaries.ssh_id_pass, "wpcloud_api_key": canaries.api_key}
-    vault = rs.write_vault(rel_dir / "inputs" / ("%s.vault.yml" % name), secrets_vars, _vault_password(rel_dir),
-                           rel_dir)
+    for label, remote, auth in (("ok-pw", "src.example", password), ("pfail-pw", "authfail.example", password),
+                                ("lost-pw", "src.example", password), ("ok-key", "src.example", key),
+                                ("rfail-key", "runfail.example", key), ("lost-pem", "src.example", pem),
+                                ("ok-gen", "src.example", generated)):
+        hosts["%s.example" % label] = dict(auth, site_migration_site=str(_site(emu, allow=False)),
+                                           site_migration_remote_host=remote)
+    vault = rs.write_vault(rel_dir / "inputs" / ("%s.vault.yml" % name),
+                           dict(_canary_vars(canaries), wpcloud_api_key=canaries.api_key),
+                           _vault_password(rel_dir), rel_dir)
     inventory = _role_inventory(rel_dir, emu, hosts, {}, name)
-    emu.set_faults([{"endpoint": "migration.create", "reset": "after", "count": 1},
+    emu.set_faults([{"endpoint": "migration.create", "reset": "after", "count": 2},
                     {"endpoint": "site.allow_migration", "status": 429, "retry_after": 1, "count": 2},
                     {"endpoint": "ticket.summary", "status": 503, "count": 3},
                     {"endpoint": "ticket.full", "reset": "before", "count": 1},
                     {"endpoint": "migration.get", "latency": 0.2, "count": 3}])
-    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "4"]
+    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "7"]
     first = rs.run_playbook(rel_dir, out, "run1", "wpcloud.hosting.migrate_site", inventory, args=args)
     emu.set_faults([])
     second = rs.run_playbook(rel_dir, out, "run2", "wpcloud.hosting.migrate_site", inventory, args=args)
@@ -197,11 +201,11 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir, auth):
     assert first.proc.returncode != 0 and second.proc.returncode != 0, second.explain()
     report = json.loads(sorted((out / "reports").glob("*.json"), key=os.path.getmtime)[-1].read_text())
     results = {s["host"]: s["result"] for s in report["sites"]}
-    assert results["ok-%s.example" % auth] == "succeeded", report
-    assert results["lost-%s.example" % auth] == "succeeded", report
-    assert results["pfail-%s.example" % auth] != "succeeded"
-    assert results["rfail-%s.example" % auth] != "succeeded"
-    assert len(rs.writes(emu.requests_log(), "migration.create")) == 4
+    for host in ("ok-pw", "lost-pw", "ok-key", "lost-pem", "ok-gen"):
+        assert results["%s.example" % host] == "succeeded", (host, report)
+    assert results["pfail-pw.example"] != "succeeded" and results["rfail-key.example"] != "succeeded"
+    assert len(rs.writes(emu.requests_log(), "migration.create")) == 7
+    assert len(list((out / "state").glob("*.json"))) == 7
     _assert_clean([out, emu.workdir], canaries, name)
 
 

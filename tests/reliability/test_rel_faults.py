@@ -1,0 +1,328 @@
+"""3. Faults: the migration role for a fleet of 100 destination sites, and client_meta, while the
+emulator injects faults on every endpoint (5xx, 429 with Retry-After, resets before and after
+processing, slow responses, long runs of 202).
+
+A write whose effect is unknown fails its site; the playbook is then run again (at most MAX_RUNS
+times in all), which must be safe. From the emulator's request log and persisted state we check:
+
+* every site converges (its migration ends in migration-succeeded) and holds exactly one migration;
+* exactly one successful migration.create per site (a create whose answer was lost but which took
+  effect counts once and is never followed by a second) and at most one successful allow per site;
+* no write is repeated after an unknown outcome (5xx, reset) without the module reading the state
+  of that site or migration first;
+* no ticket is lost: every preflight/ready ticket the service created was waited on to its end,
+  superseded by a later ticket of the same migration, or its run's end was read from the migration.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import sys
+
+import pytest
+
+import reliability_support as rs
+from conftest import start_canary_emulator
+
+FLEET = 100
+MAX_RUNS = 8
+FIRST_SITE = 71001
+
+# Tried in order, the first firing rule applies. The counted rules make sure every kind of fault
+# hits every write endpoint in the first run; the random ones keep hitting every endpoint later.
+FLEET_FAULTS = [
+    {"endpoint": "migration.create", "reset": "after", "count": 6},
+    {"endpoint": "migration.create", "status": 503, "count": 3},
+    {"endpoint": "migration.create", "reset": "before", "count": 2},
+    {"endpoint": "migration.create", "status": 429, "retry_after": 1, "count": 3},
+    {"endpoint": "site.allow_migration", "reset": "after", "count": 4},
+    {"endpoint": "site.allow_migration", "status": 500, "count": 2},
+    {"endpoint": "site.allow_migration", "status": 429, "retry_after": 1, "count": 3},
+    {"endpoint": "migration.preflight", "reset": "after", "count": 4},
+    {"endpoint": "migration.preflight", "status": 502, "count": 2},
+    {"endpoint": "migration.ready", "reset": "after", "count": 4},
+    {"endpoint": "migration.ready", "status": 503, "count": 2},
+    {"endpoint": "migration.ready", "reset": "before", "count": 1},
+    {"endpoint": "ticket.summary", "extra_202": 4, "probability": 0.15},
+    {"endpoint": "ticket.summary", "status": 503, "count": 20},
+    {"endpoint": "ticket.summary", "reset": "before", "count": 5},
+    {"endpoint": "site_meta.get", "status": 502, "count": 10},
+    {"endpoint": "site_meta.get", "reset": "before", "count": 5},
+    {"endpoint": "migration.get", "status": 504, "count": 10},
+    {"endpoint": "migration.get", "status": 429, "retry_after": 1, "count": 5},
+    {"endpoint": "*", "latency": 0.4, "probability": 0.02},
+    {"endpoint": "*", "status": 503, "probability": 0.005},
+    {"endpoint": "*", "reset": "after", "probability": 0.003},
+]
+
+_SITE_PATH = re.compile(r"/api/v1\.0/(?:site-allow-ssh-migration|migration/create|site-meta)/(\d+)")
+_MIG_PATH = re.compile(r"/api/v1\.0/migration/(?:get|update|preflight|ready)/(\d+)")
+STATE_READS = {"site_meta.get", "migration.get", "client_meta.get"}
+
+
+@pytest.fixture(scope="module")
+def fleet_emu(rel_dir, canaries):
+    emu = start_canary_emulator(rel_dir / "emulator-fleet", canaries, accept_delay="0.3", extra=["--log-level", "INFO"])
+    yield emu
+    emu.stop()
+
+
+def _state(emu):
+    return json.loads((rs.Path(emu.workdir) / "emulator-state.json").read_text())
+
+
+def unknown_outcome(entry):
+    fault = entry.get("fault") or ""
+    return entry["write"] and ("reset=" in fault or (entry["status"] is not None and entry["status"] >= 500))
+
+
+def repeated_unknown_writes(log, owner_of):
+    """Writes repeated after an unknown outcome with no read of that site's or migration's state in
+    between. ``owner_of(entry)`` maps a request to its site (None: not a site request)."""
+    streams = collections.defaultdict(list)
+    for entry in sorted(log, key=lambda e: e["seq"]):
+        owner = owner_of(entry)
+        if owner is not None:
+            streams[owner].append(entry)
+    bad = []
+    for owner, entries in streams.items():
+        for index, entry in enumerate(entries):
+            if not unknown_outcome(entry):
+                continue
+            for later in entries[index + 1:]:
+                if later["endpoint"] in STATE_READS and later["status"] in (200, 404):
+                    break
+                if later["write"] and later["endpoint"] == entry["endpoint"] and later["path"] == entry["path"]:
+                    bad.append((owner, entry, later))
+                    break
+    return bad
+
+
+def test_fleet_of_100_sites_converges_under_faults(fleet_emu, canaries, rel_dir):
+    emu = fleet_emu
+    out = rel_dir / "out" / "faults-fleet"
+    out.mkdir(parents=True)
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
+                                  "run": {"outcome": "success", "duration": 0.5}}})
+    sites = {}
+    for index in range(FLEET):
+        site_id = FIRST_SITE + index
+        emu.add_site(site_id, "fleet%d.example" % site_id, allow_migration=False)
+        sites["fleet%03d.example" % index] = {"site_migration_site": str(site_id)}
+    common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+              "site_migration_confirm_overwrite": True, "site_migration_source_host": "src.example",
+              "site_migration_auth": "generated", "site_migration_install_key": False,
+              "site_migration_refresh": False, "site_migration_preflight_timeout": 120,
+              "site_migration_run_timeout": 120, "site_migration_poll_interval": 1.0,
+              "site_migration_state_dir": str(out / "state"), "site_migration_report_dir": str(out / "reports")}
+    inventory = rel_dir / "fleet-inventory.json"
+    inventory.write_text(json.dumps({"all": {
+        "vars": {"wpcloud_api_url": emu.url, "wpcloud_ca_path": emu.ca_path},
+        "children": {"wpcloud_sources": {"hosts": {"src.example": {"ansible_user": "wp"}}},
+                     "wpcloud_sites": {"vars": common, "hosts": sites}}}}))
+    secrets_file = rel_dir / "inputs" / "fleet-secrets.json"
+    secrets_file.write_text(json.dumps({"wpcloud_api_key": canaries.api_key}))
+    emu.set_faults(FLEET_FAULTS)
+
+    runs = []
+    limit = []
+    for number in range(1, MAX_RUNS + 1):
+        # A re-run covers the sites that failed (ansible-playbook --limit, as with a retry file).
+        args = ["-e", "@%s" % secrets_file, "-f", "25"] + (["--limit", ",".join(limit)] if limit else [])
+        run = rs.run_playbook(rel_dir, out, "run%d" % number, "wpcloud.hosting.migrate_site", inventory,
+                              args=args, verbosity=None, timeout=900)
+        runs.append(run)
+        stats = [r for r in run.records() if r["event"] == "stats"]
+        limit = sorted(h for h, s in (stats[-1]["stats"] if stats else {}).items()
+                       if s.get("failures") or s.get("unreachable"))
+        print("fleet run %d: rc=%s %.1fs, %d site(s) to run again" % (number, run.proc.returncode, run.elapsed,
+                                                                    len(limit)))
+        if run.proc.returncode == 0:
+            break
+        assert limit, "the run failed without a failed site:\n" + run.explain()
+    fired = emu.set_faults([])                       # what is left of the counted rules
+    log = rs.dump_request_log(emu, out, "fleet")
+    state = _state(emu)
+    rs.SUMMARY["fleet_sites"] = FLEET
+    rs.SUMMARY["fleet_runs"] = len(runs)
+    assert runs[-1].proc.returncode == 0, "not converged after %d runs:\n%s" % (len(runs), runs[-1].explain())
+
+    # the faults really happened
+    faulted = collections.Counter((e["endpoint"], e["fault"].split(",")[0].split("=")[0]) for e in log if e["fault"])
+    for endpoint in ("migration.create", "site.allow_migration", "migration.preflight", "migration.ready"):
+        assert faulted[(endpoint, "reset")] >= 1 and faulted[(endpoint, "status")] >= 1, faulted
+    assert any("extra_202" in (e["fault"] or "") for e in log) and any("latency" in (e["fault"] or "") for e in log)
+    assert len(runs) >= 2, "no site needed a re-run: the faults did not bite"
+
+    # convergence: one migration per site, finished
+    site_ids = set(FIRST_SITE + i for i in range(FLEET))
+    migrations = {int(k): v for k, v in state["migrations"].items()}
+    per_site = collections.Counter(m["site_id"] for m in migrations.values())
+    assert set(per_site) == site_ids
+    duplicates = sum(c - 1 for c in per_site.values())
+    mig_site = {mid: m["site_id"] for mid, m in migrations.items()}
+    for mid, mig in migrations.items():
+        assert mig["state"] == "migration-succeeded", (mid, mig["state"])
+        assert state["sites"][str(mig["site_id"])]["allow_site_migration"] == str(mid)
+
+    # exactly one successful create (and at most one successful allow) per site
+    def site_of(entry):
+        match = _SITE_PATH.search(entry["path"])
+        if match:
+            return int(match.group(1))
+        match = _MIG_PATH.search(entry["path"])
+        return mig_site.get(int(match.group(1))) if match else None
+    creates = collections.Counter(site_of(e) for e in log if e["endpoint"] == "migration.create" and e["status"] == 200)
+    allows = collections.Counter(site_of(e) for e in log if e["endpoint"] == "site.allow_migration"
+                                 and e["status"] == 200)
+    duplicates += sum(c - 1 for c in creates.values())
+    rs.SUMMARY["duplicate_migrations"] = duplicates
+    assert set(creates) == site_ids and duplicates == 0, creates
+    assert max(allows.values()) == 1, allows
+
+    # no write repeated after an unknown outcome without a fresh read of the state
+    repeated = repeated_unknown_writes(log, site_of)
+    rs.SUMMARY["repeated_unknown_writes"] = len(repeated)
+    assert repeated == [], repeated[:5]
+
+    # no ticket lost
+    lost = lost_tickets(state, runs)
+    rs.SUMMARY["lost_tickets"] = len(lost)
+    assert lost == [], lost[:10]
+    print("fleet: %d runs, %d requests, %d faulted, counted rules left: %s" % (
+        len(runs), len(log), sum(faulted.values()), [r for r in fired if r.get("count")]))
+
+
+def lost_tickets(state, runs):
+    """Tickets neither waited on to their end, nor superseded, nor followed through the migration."""
+    waited, followed = set(), set()
+    for run in runs:
+        for record in run.results():
+            result = record.get("result") or {}
+            for ticket in result.get("tickets") or []:
+                if ticket.get("state") in ("success", "failure"):
+                    waited.add(ticket["ticket_id"])
+            if "Read the site's migration" in record["task"]["name"] and result.get("migration_id"):
+                followed.add((int(result["migration_id"]), result.get("state"), record["time"]))
+            if result.get("already_running") and result.get("state") in ("migration-succeeded", "migration-failed"):
+                followed.add((int(result["migration_id"]), result["state"], record["time"]))
+    by_migration = collections.defaultdict(list)
+    for tid, ticket in state["tickets"].items():
+        by_migration[ticket["migration_id"]].append(ticket)
+    lost = []
+    for mid, tickets in by_migration.items():
+        tickets.sort(key=lambda t: t["created"])
+        for index, ticket in enumerate(tickets):
+            if ticket["id"] in waited:
+                continue
+            if index + 1 < len(tickets):
+                continue                              # superseded by a later ticket of the migration
+            if ticket["operation"] == "ready" and any(
+                    m == mid and s in ("migration-succeeded", "migration-failed") and when > ticket["created"]
+                    for m, s, when in followed):
+                continue                              # its run's end was read from the migration
+            lost.append((mid, ticket["id"], ticket["operation"], ticket["status"]))
+    return lost
+
+
+# ------------------------------------------------------------------------------------------ client_meta
+
+META_FAULTS = [
+    {"endpoint": "client_meta.add", "reset": "after", "count": 4},
+    {"endpoint": "client_meta.add", "status": 503, "count": 2},
+    {"endpoint": "client_meta.add", "reset": "before", "count": 2},
+    {"endpoint": "client_meta.add", "status": 429, "retry_after": 1, "count": 2},
+    {"endpoint": "client_meta.update", "reset": "after", "count": 3},
+    {"endpoint": "client_meta.update", "status": 502, "count": 2},
+    {"endpoint": "client_meta.remove", "reset": "after", "count": 3},
+    {"endpoint": "client_meta.remove", "status": 500, "count": 2},
+    {"endpoint": "client_meta.get", "status": 503, "count": 6},
+    {"endpoint": "client_meta.get", "reset": "before", "count": 3},
+    {"endpoint": "client_meta.get", "status": 429, "retry_after": 1, "count": 2},
+    {"endpoint": "*", "latency": 0.3, "probability": 0.05},
+    {"endpoint": "*", "reset": "after", "probability": 0.02},
+]
+
+META_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ rel_api_url }}"
+      api_key: "{{ wpcloud_api_key }}"
+      ca_path: "{{ rel_ca_path }}"
+      retries: 3
+      retry_timeout: 30
+  tasks:
+    - name: Readable keys
+      wpcloud.hosting.client_meta:
+        client: "{{ rel_client }}"
+        key: "{{ item.key }}"
+        value: "{{ item.value | default(omit) }}"
+        state: "{{ item.state | default('present') }}"
+      loop: "{{ rel_keys }}"
+    - name: Signing key, sent only when not set
+      wpcloud.hosting.client_meta:
+        client: "{{ rel_client }}"
+        key: webhook_hmac_key
+        secret_value: "{{ rel_hmac }}"
+        update_secret: on_create
+      no_log: true
+"""
+
+
+def test_client_meta_converges_under_faults(emu, canaries, rel_dir):
+    """Phase 1 adds 20 keys, the webhook URL and the signing key; phase 2 changes 10 keys, removes
+    10 and changes the URL. Each phase runs under faults until it succeeds; every key gets exactly
+    one successful write per phase, and no write is repeated after an unknown outcome without a read."""
+    out = rel_dir / "out" / "faults-client-meta"
+    out.mkdir(parents=True)
+    playbook = rel_dir / "client_meta_faults.yml"
+    playbook.write_text(META_PLAYBOOK)
+    secrets_file = rel_dir / "inputs" / "meta-secrets.json"
+    secrets_file.write_text(json.dumps({"wpcloud_api_key": canaries.api_key, "rel_hmac": canaries.webhook_hmac_key}))
+    names = ["rel_key_%02d" % i for i in range(20)]
+    phases = [
+        [{"key": n, "value": "v1-%s" % n} for n in names] + [{"key": "webhook_url", "value": "https://a.example/h"}],
+        [{"key": n, "value": "v2-%s" % n} for n in names[:10]] + [{"key": n, "state": "absent"} for n in names[10:]]
+        + [{"key": "webhook_url", "value": "https://b.example/h"}],
+    ]
+    expected_write = ["client_meta.add", None]
+    total_runs = repeated_total = 0
+    for phase, keys in enumerate(phases, 1):
+        since = (emu.requests_log() or [{"seq": 0}])[-1]["seq"]
+        emu.set_faults(META_FAULTS)
+        variables = {"rel_api_url": emu.url, "rel_ca_path": emu.ca_path, "rel_client": emu.client, "rel_keys": keys}
+        for number in range(1, MAX_RUNS + 1):
+            run = rs.run_playbook(rel_dir, out, "phase%d-run%d" % (phase, number), playbook,
+                                  rs.localhost_inventory(rel_dir),
+                                  args=["-e", json.dumps(variables), "-e", "@%s" % secrets_file], verbosity="-v")
+            total_runs += 1
+            if run.proc.returncode == 0:
+                break
+        emu.set_faults([])
+        assert run.proc.returncode == 0, "phase %d not converged after %d runs:\n%s" % (phase, number, run.explain())
+        log = emu.requests_log(since)
+        assert any(e["fault"] for e in log if e["write"]), "no write was faulted"
+
+        def key_of(entry):
+            match = re.search(r"/client-meta/[^/]+/([^/]+)/", entry["path"])
+            return match.group(1) if match else None
+        successes = collections.Counter(key_of(e) for e in log if e["write"] and e["status"] == 200)
+        wanted = set(k["key"] for k in keys) | ({"webhook_hmac_key"} if phase == 1 else set())
+        assert set(successes) == wanted and set(successes.values()) == {1}, successes
+        if expected_write[phase - 1]:
+            assert all(e["endpoint"] == expected_write[phase - 1] for e in log if e["write"] and e["status"] == 200)
+        repeated = repeated_unknown_writes(log, key_of)
+        repeated_total += len(repeated)
+        assert repeated == [], repeated[:5]
+        for item in keys:
+            status, body = emu.api("client-meta/%s/%s/get" % (emu.client, item["key"]))
+            if item.get("state") == "absent":
+                assert status == 404
+            else:
+                assert (status, body["data"]) == (200, item["value"])
+    rs.SUMMARY["repeated_unknown_writes"] = (rs.SUMMARY["repeated_unknown_writes"] or 0) + repeated_total
+    print("client_meta: %d runs in all" % total_runs)
