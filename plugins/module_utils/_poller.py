@@ -177,30 +177,92 @@ def fetch_messages(client, ticket):
     ticket.messages = [] if resp.pending else parse_messages(resp.data)
 
 
+def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
+                    sleep=time.sleep, pool=None):
+    """Poll every unfinished item once per round (concurrently) until all are done or the deadline
+    passes. Returns True when the deadline ended the wait."""
+    deadline = clock() + wait_timeout
+    while True:
+        round_start = clock()
+        pending = [item for item in items if not item.done]
+        if pool is not None:
+            list(pool.map(poll_one, pending))
+        else:
+            for item in pending:
+                poll_one(item)
+        if all(item.done for item in items) or not wait:
+            return False
+        next_round = round_start + poll_interval
+        if next_round > deadline:
+            return True
+        sleep(max(0.0, next_round - clock()))
+
+
 def wait_for_tickets(client, ticket_ids, wait_timeout, poll_interval, wait=True, messages="on_failure",
                      clock=time.monotonic, sleep=time.sleep):
     """Poll every ticket until all are done or the deadline passes. Returns (tickets, timed_out)."""
     start = clock()
     tickets = [Ticket(ticket_id, start) for ticket_id in ticket_ids]
-    deadline = start + wait_timeout
     workers = min(MAX_CONCURRENT_POLLS, max(1, len(tickets)))
-    timed_out = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        while True:
-            round_start = clock()
-            pending = [t for t in tickets if not t.done]
-            list(pool.map(lambda t: poll_ticket(client, t, clock), pending))
-            if all(t.done for t in tickets) or not wait:
-                break
-            next_round = round_start + poll_interval
-            if next_round > deadline:
-                timed_out = True
-                break
-            sleep(max(0.0, next_round - clock()))
+        timed_out = poll_until_done(tickets, lambda t: poll_ticket(client, t, clock), wait_timeout, poll_interval,
+                                    wait=wait, clock=clock, sleep=sleep, pool=pool)
         wanted = [t for t in tickets if t.error is None and (
             messages == "always" or (messages == "on_failure" and t.status == "failure"))]
         list(pool.map(lambda t: fetch_messages(client, t), wanted))
     return tickets, timed_out
+
+
+class MigrationRun(object):
+    """What a wait knows of a migration followed by its state (when its run's ticket is unknown)."""
+
+    ACTIVE = frozenset(["migration-running", "preflight-running"])
+
+    def __init__(self, migration_id, started):
+        self.migration_id = migration_id
+        self.started = started
+        self.state = None
+        self.polls = 0
+        self.completed_at = None
+        self.error = None
+
+    @property
+    def done(self):
+        return self.error is not None or (self.state is not None and self.state not in self.ACTIVE)
+
+    def as_result(self, now):
+        end = self.completed_at if self.completed_at is not None else now
+        result = {"migration_id": self.migration_id, "state": self.state if self.error is None else "error",
+                  "elapsed": round(end - self.started, 3), "polls": self.polls}
+        if self.error is not None:
+            result["error"] = self.error
+        return result
+
+
+def poll_migration(client, run, clock=time.monotonic):
+    run.polls += 1
+    try:
+        resp = client.call("migration.get", migration_id=run.migration_id)
+    except WPCloudAPIError as exc:
+        run.error = ("Migration %s was not found (HTTP 404)." % run.migration_id if exc.status == 404
+                     else exc.message)
+        return
+    data = resp.data if isinstance(resp.data, dict) else {}
+    run.state = str(data.get("state")) if data.get("state") is not None else "unknown"
+    if run.done:
+        run.completed_at = clock()
+
+
+def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
+                        sleep=time.sleep):
+    """Follow migrations by their state until none is running. Returns (runs, timed_out)."""
+    start = clock()
+    runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
+    workers = min(MAX_CONCURRENT_POLLS, max(1, len(runs)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        timed_out = poll_until_done(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval,
+                                    wait=wait, clock=clock, sleep=sleep, pool=pool)
+    return runs, timed_out
 
 
 def wait_options(params):
@@ -211,14 +273,15 @@ def wait_options(params):
                 poll_interval=params["poll_interval"])
 
 
-def wait_summary(tickets, timed_out, clock=time.monotonic):
-    """Results of a wait: one entry per ticket and the counts the modules report."""
+def wait_summary(items, timed_out, clock=time.monotonic, succeeded=("success",),
+                 failed=("failure", "error")):
+    """Results of a wait: one entry per ticket (or migration) and the counts the modules report."""
     now = clock()
-    results = [t.as_result(now) for t in tickets]
+    results = [item.as_result(now) for item in items]
     return {
-        "tickets": results,
-        "succeeded_count": sum(1 for r in results if r["state"] == "success"),
-        "failed_count": sum(1 for r in results if r["state"] in ("failure", "error")),
-        "pending_count": sum(1 for r in results if r["state"] not in TERMINAL and r["state"] != "error"),
+        "results": results,
+        "succeeded_count": sum(1 for r in results if r["state"] in succeeded),
+        "failed_count": sum(1 for r in results if r["state"] in failed),
+        "pending_count": sum(1 for item in items if not item.done),
         "timed_out": timed_out,
     }

@@ -17,7 +17,6 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleFailure,
     api_failure,
 )
-import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     PREFLIGHT_OK,
@@ -27,10 +26,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import 
     record_state,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+    wait_for_migrations,
     wait_for_tickets,
     wait_options,
     wait_summary,
 )
+
+RUN_SUCCEEDED = ("migration-succeeded",)
+RUN_FAILED = ("migration-failed", "preflight-failed", "error")
 
 PREFLIGHT_ARGUMENT_SPEC = dict(
     migration_id=dict(type="int", required=True),
@@ -48,12 +51,13 @@ READY_ARGUMENT_SPEC = dict(
 WAIT_MODULE_ARGUMENT_SPEC = dict(
     ticket_id=dict(type="str"),
     ticket_ids=dict(type="list", elements="str"),
+    migration_ids=dict(type="list", elements="int"),
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
     fail_on_failure=dict(type="bool", default=True),
     **WAIT_ARGUMENT_SPEC
 )
-WAIT_MUTUALLY_EXCLUSIVE = [("ticket_id", "ticket_ids")]
-WAIT_REQUIRED_ONE_OF = [("ticket_id", "ticket_ids")]
+WAIT_MUTUALLY_EXCLUSIVE = [("ticket_id", "ticket_ids", "migration_ids")]
+WAIT_REQUIRED_ONE_OF = [("ticket_id", "ticket_ids", "migration_ids")]
 
 
 def _ticket_id_of(data):
@@ -94,7 +98,7 @@ def _wait_one(client, ticket_id, params, what):
     options = wait_options(params)
     tickets, timed_out = wait_for_tickets(client, [ticket_id], options["wait_timeout"], options["poll_interval"],
                                           messages=params["messages"])
-    entry = wait_summary(tickets, timed_out)["tickets"][0]
+    entry = wait_summary(tickets, timed_out)["results"][0]
     result = {"ticket": entry, "ticket_state": entry["state"]}
     if entry["state"] == "error":
         raise ModuleFailure("Waiting for the %s ticket %s failed: %s" % (what, ticket_id, entry["error"]),
@@ -112,18 +116,17 @@ def _wait_one(client, ticket_id, params, what):
     return result
 
 
-def _wait_for_state(client, migration_id, params, clock=time.monotonic, sleep=time.sleep):
-    """Poll the migration record until the run ends; return the final state."""
-    deadline = clock() + params["wait_timeout"]
-    while True:
-        state = record_state(get_migration(client, migration_id))
-        if state in TERMINAL_RUN_STATES:
-            return state
-        if clock() + params["poll_interval"] > deadline:
-            raise ModuleFailure("Migration %s was still %s when wait_timeout=%ss ran out."
-                                % (migration_id, state, params["wait_timeout"]), migration_id=migration_id,
-                                state=state, timed_out=True)
-        sleep(params["poll_interval"])
+def _wait_for_state(client, migration_id, params):
+    """Follow one migration's state until its run ends; return the final state."""
+    runs, timed_out = wait_for_migrations(client, [migration_id], params["wait_timeout"], params["poll_interval"])
+    run = runs[0]
+    if run.error is not None:
+        raise ModuleFailure(run.error, migration_id=migration_id)
+    if timed_out and not run.done:
+        raise ModuleFailure("Migration %s was still %s when wait_timeout=%ss ran out."
+                            % (migration_id, run.state, params["wait_timeout"]), migration_id=migration_id,
+                            state=run.state, timed_out=True)
+    return run.state
 
 
 def run_preflight(params, ctx):
@@ -187,6 +190,8 @@ def run_ready(params, ctx):
 
 def run_wait(params, ctx):
     options = wait_options(params)
+    if params.get("migration_ids") is not None:
+        return _wait_migrations(params, options, ctx)
     single = params.get("ticket_id") is not None
     ticket_ids = [params["ticket_id"]] if single else list(params["ticket_ids"] or [])
     if not ticket_ids:
@@ -195,20 +200,41 @@ def run_wait(params, ctx):
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"], messages=params["messages"])
     summary = wait_summary(tickets, timed_out)
-    result = dict(changed=False, **summary)
+    result = dict(changed=False, tickets=summary.pop("results"), **summary)
     if single:
-        result["ticket"] = summary["tickets"][0]
-    errors = [t for t in summary["tickets"] if t["state"] == "error"]
-    failures = [t for t in summary["tickets"] if t["state"] == "failure"]
-    if errors:
-        raise ModuleFailure("; ".join(t["error"] for t in errors[:5]) + (
-            " (and %d more)" % (len(errors) - 5) if len(errors) > 5 else ""), **result)
-    if options["wait"] and timed_out and summary["pending_count"]:
-        raise ModuleFailure("%d of %d tickets did not finish within wait_timeout=%ss; last states: %s"
-                            % (summary["pending_count"], len(ticket_ids), params["wait_timeout"],
-                               ", ".join("%s=%s" % (t["ticket_id"], t["state"]) for t in summary["tickets"]
-                                         if t["state"] not in ("success", "failure"))[:500]), **result)
-    if failures and params["fail_on_failure"]:
-        named = ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"]) for t in failures[:10])
-        raise ModuleFailure("%d of %d tickets failed: %s" % (len(failures), len(ticket_ids), named), **result)
+        result["ticket"] = result["tickets"][0]
+    failures = [t for t in result["tickets"] if t["state"] == "failure"]
+    named = ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"]) for t in failures[:10])
+    _judge(result, "ticket_id", "tickets", len(ticket_ids), failures, named, params, options)
     return result
+
+
+def _wait_migrations(params, options, ctx):
+    ids = list(params["migration_ids"])
+    if not ids:
+        raise ModuleFailure("migration_ids is empty: pass at least one migration ID.")
+    if any(i <= 0 for i in ids):
+        raise ModuleFailure("migration_ids must hold positive integers.")
+    runs, timed_out = wait_for_migrations(ctx.client(), ids, options["wait_timeout"], options["poll_interval"],
+                                          wait=options["wait"])
+    summary = wait_summary(runs, timed_out, succeeded=RUN_SUCCEEDED, failed=RUN_FAILED)
+    result = dict(changed=False, migrations=summary.pop("results"), **summary)
+    failures = [m for m in result["migrations"] if m["state"] in RUN_FAILED[:2]]
+    named = ", ".join("%s (%s)" % (m["migration_id"], m["state"]) for m in failures[:10])
+    _judge(result, "migration_id", "migrations", len(ids), failures, named, params, options)
+    return result
+
+
+def _judge(result, id_key, kind, total, failures, named, params, options):
+    """Fail the task for unreadable items, a deadline with work left, or failures (when asked)."""
+    errors = [item for item in result[kind] if item["state"] == "error"]
+    if errors:
+        raise ModuleFailure("; ".join(item["error"] for item in errors[:5]) + (
+            " (and %d more)" % (len(errors) - 5) if len(errors) > 5 else ""), **result)
+    if options["wait"] and result["timed_out"] and result["pending_count"]:
+        left = ", ".join("%s=%s" % (item[id_key], item["state"]) for item in result[kind]
+                         if item["state"] not in ("success", "failure", "migration-succeeded", "migration-failed"))
+        raise ModuleFailure("%d of %d %s did not finish within wait_timeout=%ss; last states: %s"
+                            % (result["pending_count"], total, kind, params["wait_timeout"], left[:500]), **result)
+    if failures and params["fail_on_failure"]:
+        raise ModuleFailure("%d of %d %s failed: %s" % (len(failures), total, kind, named), **result)

@@ -18,6 +18,7 @@ description:
     on all tickets in one task.
   - Returns per ticket its state, response count, elapsed time and, on failure (or on request), its
     messages with a diagnosis.
+  - With O(migration_ids), follows migrations by their state and returns RV(migrations) instead.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
@@ -30,6 +31,14 @@ options:
       - Several response ticket IDs, polled concurrently.
     type: list
     elements: str
+  migration_ids:
+    description:
+      - Migrations to follow by their state instead of a ticket, polled concurrently, until none is
+        running (C(migration-running) or C(preflight-running)).
+      - For runs whose ticket is not known, for example after an interrupted playbook. A migration
+        counts as failed in state C(migration-failed) or C(preflight-failed).
+    type: list
+    elements: int
   messages:
     description:
       - When to fetch each ticket's messages.
@@ -70,12 +79,20 @@ EXAMPLES = r'''
     fail_on_failure: false
   register: all_tickets
   ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+
+- name: Follow migrations whose run ticket is unknown, by their state
+  wpcloud.hosting.response_ticket_wait:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_ids: ["{{ wpcloud_example_migration_id | default(42) }}"]
+    wait_timeout: 600
 '''
 
 RETURN = r'''
 tickets:
   description: One entry per ticket, in the order given.
-  returned: always
+  returned: when ticket_id or ticket_ids is given
   type: list
   elements: dict
   contains:
@@ -112,18 +129,44 @@ tickets:
       description: Why the ticket could not be read.
       type: str
       sample: Response ticket 'x' was not found (HTTP 404)
+migrations:
+  description: One entry per migration of O(migration_ids), in the order given.
+  returned: when migration_ids is given
+  type: list
+  elements: dict
+  contains:
+    migration_id:
+      description: The migration.
+      type: int
+      sample: 42
+    state:
+      description: The last state seen, or V(error) when the migration could not be read.
+      type: str
+      sample: migration-succeeded
+    elapsed:
+      description: Seconds from the start of the wait to the end of the run seen.
+      type: float
+      sample: 8.1
+    polls:
+      description: Reads of the migration made.
+      type: int
+      sample: 9
+    error:
+      description: Why the migration could not be read.
+      type: str
+      sample: Migration 42 was not found (HTTP 404).
 ticket:
   description: The entry of O(ticket_id), when a single ticket was given.
   returned: when ticket_id is given
   type: dict
   sample: {"ticket_id": "697101d6.1", "state": "success", "response_count": 4, "elapsed": 2.0, "polls": 3}
 succeeded_count:
-  description: Tickets that reported success.
+  description: Tickets that reported success (migrations in C(migration-succeeded)).
   returned: always
   type: int
   sample: 100
 failed_count:
-  description: Tickets that reported failure or could not be read.
+  description: Tickets that reported failure or could not be read (migrations failed or unreadable).
   returned: always
   type: int
   sample: 0
