@@ -38,7 +38,6 @@ import launcher  # noqa: E402  (tests/emulator/launcher.py)
 launcher.SERVER = os.path.join(HERE, "traced_emulator.py")  # server.py + ticket completion times
 
 BIN = os.path.dirname(sys.executable)
-COLLECTION_PLAYBOOK = os.path.join(ROOT, "playbooks", "migrate_site.yml")
 BASELINE_PLAYBOOK = os.path.join(HERE, "baseline", "migrate_uri_baseline.yml")
 DOC = os.path.join(ROOT, "docs", "performance.md")
 PLOT = os.path.join(ROOT, "docs", "performance-fleet.png")
@@ -97,7 +96,7 @@ class Fleet:
         coll = os.path.join(workdir, "collections", "ansible_collections", "wpcloud")
         os.makedirs(coll, exist_ok=True)
         if not os.path.exists(os.path.join(coll, "hosting")):
-            os.symlink(ROOT, os.path.join(coll, "hosting"))
+            os.symlink(args.collection, os.path.join(coll, "hosting"))
         self.inventory = os.path.join(workdir, "inventory.json")
         common = {"ansible_connection": "local",
                   "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -233,14 +232,15 @@ def bench(args, workroot):
         fleet = Fleet(os.path.join(workroot, "n%d-collection" % n), n, args)
         try:
             log("N=%d collection" % n)
-            first = fleet.play("collection", COLLECTION_PLAYBOOK)
+            first = fleet.play("collection", os.path.join(args.collection, "playbooks", "migrate_site.yml"))
             first["kind"] = "collection"
             results["runs"].append(first)
             log("  wall %.1fs cpu %.1fs writes %d p95 %s" % (first["wall"], first["cpu"], first["writes"],
                                                             first["delay_p95"]))
             if n in args.rerun_sizes:
                 log("N=%d collection re-run (site_migration_refresh=false)" % n)
-                again = fleet.play("rerun", COLLECTION_PLAYBOOK, extra=["-e", "site_migration_refresh=false"])
+                again = fleet.play("rerun", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
+                                   extra=["-e", "site_migration_refresh=false"])
                 again["kind"] = "rerun"
                 results["runs"].append(again)
                 log("  wall %.1fs cpu %.1fs writes %d" % (again["wall"], again["cpu"], again["writes"]))
@@ -366,7 +366,7 @@ def profile(args, workroot):
     raw = os.path.join(workroot, "profile-n%d.txt" % n)
     try:
         log("N=%d collection under py-spy (--subprocesses, %d Hz)" % (n, args.profile_rate))
-        run = fleet.play("profile", COLLECTION_PLAYBOOK,
+        run = fleet.play("profile", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
                          wrap=[pyspy, "record", "--subprocesses", "--rate", str(args.profile_rate),
                                "--format", "raw", "--output", raw, "--"])
     finally:
@@ -412,21 +412,17 @@ def summarize_profile(raw):
                 continue
             frames = stack.split(";")
             total += count
-            proc = frames[0] if frames and frames[0].startswith("process") else "?"
-            kind = "main (ansible-playbook)" if "ansible-playbook" in proc and processes.get("_main") in (None, proc) else "other"
-            processes.setdefault("_main", proc if "ansible-playbook" in proc else None)
+            depth = sum(1 for f in frames if f.startswith("process "))
+            kind = {1: "ansible-playbook main process", 2: "forked workers (one per host and task)"}.get(
+                depth, "module processes and other descendants")
             processes[kind] = processes.get(kind, 0) + count
+            frames = [f for f in frames if not f.startswith("process ")] or ["?"]
             leaf = frames[-1]
             match = frame_re.match(leaf)
             name = "%s (%s)" % (match.group(1), _short(match.group(2))) if match else leaf
             self_time[name] = self_time.get(name, 0) + count
-            label = "other"
-            for cat, pattern in CATEGORIES:
-                if any(pattern.search(f) for f in reversed(frames[1:])):
-                    label = cat
-                    break
+            label = next((cat for f in reversed(frames) for cat, pattern in CATEGORIES if pattern.search(f)), "other")
             categories[label] = categories.get(label, 0) + count
-    processes.pop("_main", None)
     out = ["py-spy samples (on-CPU): %d" % total, "",
            "| where (first matching frame, leaf first) | share of on-CPU samples |", "| --- | --- |"]
     for label, count in sorted(categories.items(), key=lambda kv: -kv[1]):
@@ -468,8 +464,11 @@ def main(argv=None):
     parser.add_argument("--profile", type=int, metavar="N",
                         help="instead of the benchmark: run the collection at N under py-spy and summarize")
     parser.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second (default 200)")
+    parser.add_argument("--collection", default=ROOT,
+                        help="collection root to benchmark (default: this checkout; e.g. a patched copy)")
     parser.add_argument("--report", metavar="RESULTS_JSON", help="only render (and with --docs, write) a results.json")
     args = parser.parse_args(argv)
+    args.collection = os.path.abspath(args.collection)
     if args.rerun_sizes is None:
         args.rerun_sizes = args.sizes
     workroot = os.path.abspath(args.workdir or os.path.join(HERE, "work", time.strftime("%Y%m%dT%H%M%S")))

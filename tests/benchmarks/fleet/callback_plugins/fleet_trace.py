@@ -22,6 +22,11 @@ TERMINAL = ("success", "failure")
 def _tickets(res):
     """(started, done) ticket IDs found in one result (collection modules or ansible.builtin.uri)."""
     started, done = [], []
+    for item in res.get("results") or []:                         # a loop: every item's result
+        if isinstance(item, dict):
+            more = _tickets(item)
+            started += more[0]
+            done += more[1]
     if isinstance(res.get("ticket_id"), str) and res.get("ticket_id"):
         started.append(res["ticket_id"])                          # migration_preflight / migration_ready
     for ticket in res.get("tickets") or []:                       # response_ticket_wait
