@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
         *) echo "build-docs: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-started=$(date +%s.%N)
+started=$(date +%s%N)
 
 req=tests/requirements-release.txt
 if [[ ! -f $venv/.installed || $req -nt $venv/.installed || requirements.txt -nt $venv/.installed ]]; then
@@ -69,6 +69,7 @@ mkdir -p "$site/rst" && chmod og-w "$site/rst"
 tree=$collections/ansible_collections/wpcloud/hosting
 mkdir -p "$site/rst/guides"
 cp "$tree"/docs/*.md "$site/rst/guides/"
+cp "$tree"/docs/*.png "$site/rst/guides/" 2>/dev/null || true
 [[ -d $tree/docs/examples ]] && cp -r "$tree/docs/examples" "$site/rst/guides/"
 cp "$tree/CHANGELOG.rst" "$site/rst/guides/CHANGELOG.rst"
 {
@@ -99,6 +100,6 @@ sphinx-build -q -b html -c "$site" "$site/rst" "$out/html" 2>"$work/sphinx-warni
     || { cat "$work/sphinx-warnings.log" >&2; exit 1; }
 warnings=$(grep -c 'WARNING' "$work/sphinx-warnings.log" || true)
 pages=$(find "$out/html" -name '*.html' | wc -l)
-printf 'build-docs: %s HTML pages in %s (%s Sphinx warnings, see %s); took %.1f s\n' \
-    "$pages" "${out#"$root"/}/html" "$warnings" "${work#"$root"/}/sphinx-warnings.log" \
-    "$(echo "$(date +%s.%N) - $started" | bc)"
+ds=$(( ($(date +%s%N) - started) / 100000000 ))
+printf 'build-docs: %s HTML pages in %s (%s Sphinx warnings, see %s); took %d.%d s\n' \
+    "$pages" "${out#"$root"/}/html" "$warnings" "${work#"$root"/}/sphinx-warnings.log" $((ds / 10)) $((ds % 10))

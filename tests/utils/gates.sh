@@ -49,8 +49,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#gates[@]} -gt 0 ]] || gates=(lint importer docs changelog ee)
 
-now() { date +%s.%N; }
-elapsed() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+now() { date +%s%N; }
+elapsed() { local ds=$(( ($(now) - $1) / 100000000 )); printf '%d.%d' $((ds / 10)) $((ds % 10)); }   # seconds, 0.1 s
 started=$(now)
 
 # ------------------------------------------------------------------ tools
