@@ -21,7 +21,6 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     PREFLIGHT_OK,
     RUNNING_STATES,
-    TERMINAL_RUN_STATES,
     get_migration,
     record_state,
 )

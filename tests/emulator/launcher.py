@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Start the emulator as a subprocess and talk to its hooks (stdlib only, usable anywhere).
 
 In Python::

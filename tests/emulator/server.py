@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """HTTPS emulator of the hosting platform API (contract: docs/design.md, "Emulator contract").
 
     python tests/emulator/server.py [--port 0] [--workdir DIR] [--state-file FILE] [--config FILE]
@@ -65,7 +65,7 @@ ROUTES = [(re.compile(pattern), name, methods, write) for pattern, name, methods
     (r"migration/preflight/([^/]+)", "migration.preflight", BOTH, True),
     (r"migration/ready/([^/]+)", "migration.ready", BOTH, True),
 )]
-ENDPOINTS = {name for _, name, _, _ in ROUTES}
+ENDPOINTS = {route[1] for route in ROUTES}
 TICKET_ENDPOINTS = ("ticket.summary", "ticket.full")
 
 
@@ -103,7 +103,7 @@ def php_params(pairs):
 
 def param_names(pairs):
     # Names only, each once, in first-seen order: the log must never hold a value.
-    return list(dict.fromkeys(name for name, _ in pairs))
+    return list(dict.fromkeys(pair[0] for pair in pairs))
 
 
 # --------------------------------------------------------------------------- fault injection

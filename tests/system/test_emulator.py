@@ -97,7 +97,7 @@ def test_keep_alive_reuses_one_connection(emu):
     context = ssl.create_default_context(cafile=emu.ca_path)
     conn = http.client.HTTPSConnection("127.0.0.1", int(emu.url.rsplit(":", 1)[1]), context=context, timeout=5)
     sockets = []
-    for _ in range(3):
+    for dummy in range(3):
         conn.request("GET", "/api/v1.0/get-site/1001", headers={"Auth": emu.api_key})
         response = conn.getresponse()
         assert response.status == 200 and json.loads(response.read())["data"]["atomic_site_id"] == 1001
@@ -357,7 +357,7 @@ def test_ticket_sequence_202_running_success(emu, new_site):
     tid = start(emu, mid)
     assert get_migration(emu, mid)["state"] == "preflight-running"
     seen = poll(emu, tid, endpoint="summary")
-    codes = [code for code, _ in seen]
+    codes = [entry[0] for entry in seen]
     assert codes[0] == 202 and seen[0][1] is None
     first_200 = codes.index(200)
     assert set(codes[:first_200]) == {202} and set(codes[first_200:]) == {200}
@@ -462,7 +462,7 @@ def test_fault_latency(emu):
 
 def test_fault_probability_zero_never_fires(emu):
     emu.set_faults([{"endpoint": "*", "status": 500, "probability": 0.0}])
-    assert all(call(emu, "GET", "get-site/1001").status_code == 200 for _ in range(5))
+    assert all(call(emu, "GET", "get-site/1001").status_code == 200 for dummy in range(5))
 
 
 def test_fault_reset_before_has_no_effect(emu):
@@ -508,7 +508,7 @@ def test_fault_extra_202(emu, new_site):
     time.sleep(0.5)  # past the accept window
     emu.set_faults([{"endpoint": "ticket.summary", "extra_202": 3}])
     codes = [call(emu, "POST", "response-ticket/get/summary", {"response-ticket-id": tid}).status_code
-             for _ in range(5)]
+             for dummy in range(5)]
     assert codes == [202, 202, 202, 200, 200]
 
 
@@ -624,7 +624,7 @@ def test_200_concurrent_pollers(emu, new_site):
     def client():
         session = requests.Session()
         try:
-            for _ in range(3):
+            for dummy in range(3):
                 code = call(emu, "POST", "response-ticket/get/summary", {"response-ticket-id": tid},
                             session=session).status_code
                 with lock:
@@ -633,7 +633,7 @@ def test_200_concurrent_pollers(emu, new_site):
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(repr(exc))
 
-    threads = [threading.Thread(target=client) for _ in range(200)]
+    threads = [threading.Thread(target=client) for dummy in range(200)]
     began = time.monotonic()
     for thread in threads:
         thread.start()
@@ -717,7 +717,7 @@ def test_launcher_cli_detached_and_stop(tmp_path):
 def test_server_prints_one_json_line_and_refuses_other_hosts(tmp_path):
     server = str(EMULATOR_DIR / "server.py")
     result = subprocess.run([sys.executable, server, "--host", "0.0.0.0", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=30)
+                            capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2 and result.stdout == "" and "127.0.0.1" in result.stderr
     proc = subprocess.Popen([sys.executable, server, "--workdir", str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
@@ -734,7 +734,7 @@ def test_server_prints_one_json_line_and_refuses_other_hosts(tmp_path):
 @pytest.mark.skipif((EMULATOR_DIR / "executors" / "ssh.py").exists(), reason="the SSH executor exists")
 def test_missing_ssh_executor_fails_clearly(tmp_path):
     result = subprocess.run([sys.executable, str(EMULATOR_DIR / "server.py"), "--executor", "ssh",
-                             "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+                             "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2 and "executors/ssh.py is missing" in result.stderr and result.stdout == ""
 
 

@@ -2,7 +2,6 @@
 
 import ast
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -28,7 +27,7 @@ def api(emu, path, data=None, method="POST"):
 
 def wait_ticket(emu, ticket):
     import time
-    for _ in range(100):
+    for dummy in range(100):
         status, body = emu.api("response-ticket/get/summary", method="POST", data={"response-ticket-id": ticket})
         if status == 200 and body["data"]["status"] in ("success", "failure"):
             return body["data"]["status"]

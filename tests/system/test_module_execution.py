@@ -22,16 +22,25 @@ PLAYBOOK = r"""
   vars:
     hmac: "{{ 'Zq9' ~ ('0123456789abcdef' * 3) }}"
   tasks:
-    - {name: meta url, wpcloud.hosting.client_meta: {client: demo, key: webhook_url, value: "https://hooks.example.com/a"}, register: r01, diff: true}
+    - name: meta url
+      wpcloud.hosting.client_meta: {client: demo, key: webhook_url, value: "https://hooks.example.com/a"}
+      register: r01
+      diff: true
     - {name: meta url again, wpcloud.hosting.client_meta: {client: demo, key: webhook_url, value: "https://hooks.example.com/a"}, register: r02}
     - {name: meta bad, wpcloud.hosting.client_meta: {client: demo, key: webhook_url, value: "http://x"}, register: r03, ignore_errors: true}
-    - {name: meta secret, wpcloud.hosting.client_meta: {client: demo, key: webhook_hmac_key, secret_value: "{{ hmac }}"}, register: r04, diff: true}
+    - name: meta secret
+      wpcloud.hosting.client_meta: {client: demo, key: webhook_hmac_key, secret_value: "{{ hmac }}"}
+      register: r04
+      diff: true
     - {name: meta secret in value, wpcloud.hosting.client_meta: {client: demo, key: webhook_hmac_key, value: "{{ hmac }}"}, register: r05, ignore_errors: true}
     - {name: meta unsupported, wpcloud.hosting.client_meta: {client: demo, key: k, value: v, bogus: 1}, register: r06, ignore_errors: true}
     - {name: allow unconfirmed, wpcloud.hosting.site_allow_migration: {site: "61001"}, register: r07, ignore_errors: true}
     - {name: allow check, wpcloud.hosting.site_allow_migration: {site: "61001", confirm_overwrite: true}, register: r08, check_mode: true}
     - {name: allow, wpcloud.hosting.site_allow_migration: {site: "61001", confirm_overwrite: true}, register: r09}
-    - {name: create, wpcloud.hosting.migration: {site: "61001", remote_host: src.example, remote_user: www, remote_pass: "p@ss-Canary-1", remote_domain: ""}, register: r10, diff: true}
+    - name: create
+      wpcloud.hosting.migration: {site: "61001", remote_host: src.example, remote_user: www, remote_pass: "p@ss-Canary-1", remote_domain: ""}
+      register: r10
+      diff: true
     - {name: create again, wpcloud.hosting.migration: {site: "61001", remote_host: src.example, remote_user: www}, register: r11}
     - {name: bad port, wpcloud.hosting.migration: {site: "61001", remote_port: 65536}, register: r12, ignore_errors: true}
     - {name: info, wpcloud.hosting.migration_info: {site: "61001"}, register: r13}
@@ -72,7 +81,7 @@ def run_once(emu, tmp_path, execution):
     playbook.write_text(PLAYBOOK)
     results = tmp_path / ("results-%s.json" % execution)
     extra = dict(emulator_vars(emu), results_file=str(results), wpcloud_hosting_execution=execution)
-    _, output = run_playbook(tmp_path, playbook, extra, env=None)
+    dummy, output = run_playbook(tmp_path, playbook, extra, env=None)
     writes = [r["endpoint"] for r in emu.requests_log() if r["write"]]
     text = results.read_text()
     # Migration IDs come from a counter that a reset does not rewind: name them by role.

@@ -122,7 +122,7 @@ class Run:
     def play(self, playbook="wpcloud.hosting.migrate_site", extra=(), env=None, timeout=300):
         started = time.monotonic()
         proc = subprocess.run(self.argv(playbook, extra), capture_output=True, text=True, env=self.env(env),
-                              cwd=str(self.dir), timeout=timeout)
+                              check=False, cwd=str(self.dir), timeout=timeout)
         proc.elapsed = time.monotonic() - started
         return proc
 
@@ -213,7 +213,7 @@ def test_authentication_against_the_real_source_host(auth, run, ssh_emu, source_
         creds = {"site_migration_ssh_id": Path(source_host.client_key).read_text()}
     elif auth == "key_passphrase":
         creds = {"site_migration_ssh_id": Path(source_host.passphrase_key).read_text(),
-                   "site_migration_ssh_id_pass": source_host.key_passphrase}
+                 "site_migration_ssh_id_pass": source_host.key_passphrase}
     run.inventory(ssh_emu, {host: site_vars}, _source_vars(source_host))
     if creds:
         run.vault_host_vars(host, creds)
@@ -269,7 +269,7 @@ def test_generated_identity_without_install_fails_preflight_with_auth_failed(run
     proc = run.play()
     assert proc.returncode != 0
     assert "failed (auth_failed)" in proc.stdout, _explain(proc)
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     assert by_host["dest-noinstall.example"]["result"] == "preflight_failed"
     assert by_host["dest-noinstall.example"]["diagnosis"]["code"] == "auth_failed"
 
@@ -299,7 +299,7 @@ def test_each_preflight_failure_stops_its_site_with_the_diagnosis(run, emu):
     proc = run.play()
     assert proc.returncode == 2, _explain(proc)
     recap = _recap(proc.stdout)
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     for source, code in CAUSES.items():
         host = "to-" + source
         assert recap[host]["failed"] == 1
@@ -332,7 +332,7 @@ def test_invalid_inputs_are_refused_before_any_call(run, emu):
     assert "site_migration_confirm_overwrite must be true" in proc.stdout, _explain(proc)
     assert "site_migration_remote_pass" in proc.stdout
     assert [e for e in emu.requests_log() if e["write"]] == []
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     assert by_host["dest.example"]["result"] == "invalid_input"
 
 
@@ -373,7 +373,7 @@ def test_ready_is_refused_without_a_fresh_preflight_and_the_role_follows_the_rul
     assert proc.returncode == 0, _explain(proc)
     writes = [e["endpoint"] for e in _writes(emu.requests_log(since))]
     assert writes == ["migration.preflight", "migration.ready"]
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     assert by_host["dest.example"]["result"] == "succeeded"
 
 
@@ -403,7 +403,7 @@ def test_rerun_refreshes_without_a_second_migration_and_refresh_false_writes_not
     assert _writes(second, "migration.update") == []
     assert len(_writes(second, "migration.preflight")) == 3
     assert len(_writes(second, "migration.ready")) == 3
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     assert all(by_host[h]["result"] == "succeeded" and by_host[h]["migration_id"] == ids[h] for h in sites)
 
     # refresh false: completed migrations are left alone, no write call at all.
@@ -412,7 +412,7 @@ def test_rerun_refreshes_without_a_second_migration_and_refresh_false_writes_not
                     env={"WPCLOUD_API_URL": emu.url, "WPCLOUD_API_KEY": emu.api_key, "WPCLOUD_CA_PATH": emu.ca_path})
     assert proc.returncode == 0, _explain(proc)
     assert _writes(emu.requests_log(since)) == []
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     assert {s["result"] for s in by_host.values()} == {"left_alone"}
 
 
@@ -448,7 +448,7 @@ def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
     assert _writes(resumed, "migration.create") == []
     assert _writes(resumed, "migration.ready") == []                   # no second run while one is active
     assert _writes(resumed, "migration.preflight") == []
-    _, by_host = run.last_report()
+    dummy, by_host = run.last_report()
     for host in sites:
         assert by_host[host]["result"] == "succeeded"
         assert by_host[host]["run"]["already_running"] is True
