@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import runpy
 import socket
@@ -161,30 +162,41 @@ class Source:
         self.stop()
 
 
+class _Listening(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.seen = threading.Event()
+
+    def emit(self, record):
+        if "listening on" in record.getMessage():
+            self.seen.set()
+
+
 def startup_error(args, timeout=20):
     """Start the source with ``args``; return the exception text it fails with, or None if it listens."""
+    root = logging.getLogger()
+    handler, level = _Listening(), root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
     source = Source(args, ready_timeout=timeout)
-    source.thread.start()
-    source.started.wait(10)
-    deadline = time.monotonic() + timeout
     try:
+        source.thread.start()
+        source.started.wait(10)
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if source.error is not None:
                 return "%s: %s" % (type(source.error).__name__, source.error)
             if source.task is not None and source.task.done():
                 exc = source.task.exception() if not source.task.cancelled() else None
                 return "%s: %s" % (type(exc).__name__, exc) if exc else "stopped"
-            port = args.get("port")
-            try:
-                port = int(port)
-            except (TypeError, ValueError):
-                port = None
-            if port and 0 < port < 65536 and _listening(port):
+            if handler.seen.is_set():
                 return None
             time.sleep(0.05)
         return None if source.thread.is_alive() else "stopped"
     finally:
         source.stop()
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _listening(port):
