@@ -1,6 +1,6 @@
 # wpcloud.hosting: build, test and demo entry points.
 #
-#   make demo     run the demo against the local service emulator
+#   make demo     a full site migration against the bundled emulator and a local SSH source host
 #   make test     everything CI runs: units, integration, system tests, sanity (ansible-core 2.21 + 2.16)
 #
 # Both install what they need (`make setup`: apt packages, .venv, .venv-2.16, the collection tree).
@@ -28,7 +28,7 @@ SUITES := units integration system sanity-2.21 sanity-2.16
         sanity sanity-2.21 sanity-2.16 lint emulator demo clean
 
 help:
-	@echo "make demo         run the demo against the service emulator"
+	@echo "make demo         full site migration against the emulator and a local SSH source host"
 	@echo "make test         units + integration + system + sanity (2.21 and 2.16); what CI runs"
 	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
 	@echo "make units        ansible-test units --local"
@@ -137,8 +137,10 @@ lint: setup
 emulator: setup
 	PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python tests/emulator/server.py
 
+# The main job: a full site migration (three sites, three kinds of SSH authentication) against the
+# emulator and a real SSH source host on this machine, run twice (the second run is a refresh).
 demo: setup
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/utils/demo.sh
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/demo/run_demo.sh
 
 # ---------------------------------------------------------------- clean
 
