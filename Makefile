@@ -22,10 +22,10 @@ pyver = $(shell test -x $(1)/bin/python && $(1)/bin/python -c 'import sys; print
 # `python3.X` resolves to the venv interpreter (never a pyenv shim).
 ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
 
-SUITES := units integration system sanity-2.21 sanity-2.16
+SUITES := units integration system sanity-2.21 sanity-2.16 gates
 
 .PHONY: help setup system-packages get-pip tree test units integration system \
-        sanity sanity-2.21 sanity-2.16 lint emulator demo clean
+        sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
@@ -36,6 +36,8 @@ help:
 	@echo "make system       pytest tests/system"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
+	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, changelog, ansible-builder"
+	@echo "make docs         build the HTML docs site into docs/build/html"
 	@echo "make emulator     run the service emulator in the foreground"
 	@echo "make clean        remove venvs, the collection tree and test output"
 
@@ -132,6 +134,16 @@ sanity-2.16: setup
 lint: setup
 	PATH="$(ROOT)/$(VENV)/bin:$$PATH" ansible-lint
 
+# Release gates: ansible-lint (production), galaxy-importer on the built tarball (no WARNING/ERROR),
+# antsibull-docs lint, antsibull-changelog lint, ansible-builder introspect/create. Own venv (.venv-release).
+gates: setup
+	@rm -f $(BUILD)/skipped/$@
+	@tests/utils/gates.sh
+
+# The HTML docs site (antsibull-docs + Sphinx) in docs/build/html.
+docs: setup
+	@tests/utils/build-docs.sh
+
 # ---------------------------------------------------------------- emulator and demo
 
 emulator: setup
@@ -145,6 +157,6 @@ demo: setup
 # ---------------------------------------------------------------- clean
 
 clean:
-	rm -rf $(VENV) $(VENV216) $(BUILD) tests/output dist .pytest_cache .ansible \
+	rm -rf $(VENV) $(VENV216) .venv-release $(BUILD) tests/output dist .pytest_cache .ansible \
 		tests/integration/inventory tests/integration/integration_config.yml
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
