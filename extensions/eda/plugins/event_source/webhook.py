@@ -33,8 +33,10 @@ description:
     C(payload) and C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
     C(location)), C(received_at) and C(uuid) in C(meta).
     Authorization, cookie, token and signature headers are never copied into C(meta.headers).
-  - C(GET /healthz) answers 200 with counters (no secrets). Bodies larger than O(max_body_size)
-    get 413, malformed JSON 400, a content type other than O(content_types) 415.
+  - C(GET /healthz) answers 200 with counters (no secrets), including C(key_count) and
+    C(verified_by_key), the deliveries stored per matching key position (used to check a key rotation).
+  - Bodies larger than O(max_body_size) get 413, malformed JSON 400, a content type other than
+    O(content_types) 415.
   - Option names follow C(eda.builtin.webhook) where they mean the same (host, port, token,
     certfile, keyfile, password, cafile, capath, hmac_secret).
 options:
@@ -81,6 +83,13 @@ options:
         C(WPCLOUD_WEBHOOK_HMAC_KEY)) is read, so the key need not appear in the rulebook.
     type: list
     elements: str
+  hmac_secret_file:
+    description:
+      - A file with the active key(s), one per line (blank lines and lines starting with C(#) are
+        ignored), used when O(hmac_secret) is not set. The receiver re-reads it when it changes
+        (checked at most once a second), so a key rotation needs no restart; see
+        C(playbooks/rotate_webhook_key.yml). Keep it mode 0600.
+    type: path
   allow_unsigned:
     description:
       - Start without any key and accept unsigned deliveries (delivery id = body hash). Never for
@@ -215,10 +224,18 @@ def _bool(value: Any) -> bool:
     return bool(value)
 
 
+def _keys_from_file(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 def _keys_from_args(args: dict[str, Any]) -> list[str]:
     raw = args.get("hmac_secret")
     if isinstance(raw, str) and not raw.strip():
-        raw = None  # "{{ var | default('') }}" in a rulebook: fall back to the environment
+        raw = None  # "{{ var | default('') }}" in a rulebook: fall back to the file, then the environment
+    if raw is None and args.get("hmac_secret_file"):
+        return _keys_from_file(str(args["hmac_secret_file"]))
     if raw is None:
         for name in ENV_KEYS:
             if os.environ.get(name):
@@ -455,6 +472,33 @@ class Receiver:
         self.content_types = {t.lower() for t in types}
         max_age = args.get("max_age")
         self.freshness = sig.FreshnessWindow(float(max_age)) if max_age else None
+        # Stored deliveries per matching key position: a key rotation checks that the new key (0) is in use.
+        self.verified_by_key = [0] * len(keys)
+        self.keys_file = args.get("hmac_secret_file")
+        self._keys_mtime = os.stat(self.keys_file).st_mtime_ns if self.keys_file else None
+        self._keys_checked = time.monotonic()
+
+    def _reload_keys(self) -> None:
+        """Pick up a changed hmac_secret_file (at most one stat a second)."""
+        now = time.monotonic()
+        if self.keys_file is None or now - self._keys_checked < 1.0:
+            return
+        self._keys_checked = now
+        try:
+            mtime = os.stat(self.keys_file).st_mtime_ns
+            if mtime == self._keys_mtime:
+                return
+            keys = _keys_from_file(self.keys_file)
+        except OSError as exc:
+            logger.warning("wpcloud.hosting.webhook: keeping the current keys; hmac_secret_file unreadable (%s)",
+                           exc.__class__.__name__)
+            return
+        if not keys:
+            logger.warning("wpcloud.hosting.webhook: keeping the current keys; hmac_secret_file is empty")
+            return
+        self.keys, self._keys_mtime = keys, mtime
+        self.verified_by_key = [0] * len(keys)
+        logger.info("wpcloud.hosting.webhook: %d key(s) loaded from hmac_secret_file", len(keys))
 
     def _content_type_ok(self, request: web.Request) -> bool:
         media = _media_type(request.headers.get("Content-Type"))
@@ -467,9 +511,11 @@ class Receiver:
         return web.Response(status=status, text=text + "\n")
 
     async def healthz(self, request: web.Request) -> web.Response:
+        self._reload_keys()
         body = dict(self.spool.stats)
         body.update(status="ok", backlog=self.spool.durable_seq - self.spool.marked_seq,
-                    recovered=self.recovered)
+                    recovered=self.recovered, key_count=len(self.keys),
+                    verified_by_key=list(self.verified_by_key))
         return web.json_response(body)
 
     recovered = 0
@@ -480,6 +526,7 @@ class Receiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         spool = self.spool
+        self._reload_keys()
         if request.content_length is not None and request.content_length > self.max_body:
             return self._reject(413, "body too large")
         if self.token is not None:
@@ -549,6 +596,8 @@ class Receiver:
             return self._reply(503, "could not store the event")
         if self.freshness is not None and result is not None:
             self.freshness.observe(result.timestamp)
+        if result is not None:
+            self.verified_by_key[result.key_index] += 1
         return self._reply(200, "OK")
 
 
@@ -873,7 +922,7 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
         raise ValueError("Missing required argument: port")
     keys = _keys_from_args(args)
     if not keys and not _bool(args.get("allow_unsigned", False)):
-        raise ValueError("no hmac_secret (or WPCLOUD_WEBHOOK_HMAC_KEYS) configured; "
+        raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
                          "set allow_unsigned: true to accept unsigned deliveries")
     if _ssl_context(args) is None:
         logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
@@ -883,6 +932,8 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     emitter.read_mark()
     emitter.recover()
     child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token")}
+    if args.get("hmac_secret") is not None:
+        child_args.pop("hmac_secret_file", None)  # explicit keys win; the file is not watched
     if args.get("token") is not None:
         child_args["token"] = str(args["token"])
     config = {"args": child_args, "keys": keys, "spool_dir": spool_dir, "marked_seq": emitter.marked_seq,
