@@ -353,7 +353,10 @@ def module_outcomes(emulator, canaries, rel_dir):
                  "rel_body": build_body("site_provisioned", 1, [], "k" * 40).decode()}
     vars_file = rel_dir / "inputs" / "hostile-vars.json"
     vars_file.write_text(json.dumps(variables))
-    connection = {"api_url": emu.url, "api_key": canaries.api_key, "ca_path": emu.ca_path, "retries": 0}
+    # the key comes from the vars file, as a user's would (a literal here would be part of the task's args)
+    variables["rel_api_key"] = canaries.api_key
+    vars_file.write_text(json.dumps(variables))
+    connection = {"api_url": emu.url, "api_key": "{{ rel_api_key }}", "ca_path": emu.ca_path, "retries": 0}
     tasks = []
     for case in MODULE_CASES:
         args = dict(connection) if case.conn else {}
