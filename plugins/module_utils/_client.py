@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+import ssl
 import time
 from urllib.parse import quote
 
@@ -186,6 +187,19 @@ def _not_sent(exc):
     return False
 
 
+class _ConnectionLost(Exception):
+    """An SSL error that is not about the certificate: handled like any connection failure."""
+
+
+def _certificate_problem(exc):
+    for item in _chain(exc):
+        if isinstance(item, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(item):
+            return True
+        if "hostname" in str(item).lower() and "match" in str(item).lower():
+            return True
+    return False
+
+
 def _retry_after(headers):
     value = (headers or {}).get("Retry-After")
     if not value:
@@ -302,12 +316,13 @@ class WPCloudClient(object):
                     resp = session.request(method, url, data=form, timeout=self.timeout,
                                            allow_redirects=False, verify=self.verify)
             except requests.exceptions.SSLError as exc:
+                if not _certificate_problem(exc):
+                    raise _ConnectionLost(exc)  # a TLS record error mid-request is a lost connection
                 self.calls.append((operation, "tls-error"))
                 raise WPCloudAPIError(
-                    "TLS error talking to %s: %s. Check validate_certs and ca_path." % (
-                        self.base, self.redact(exc.__class__.__name__)),
+                    "TLS certificate verification failed for %s. Check validate_certs and ca_path." % self.base,
                     operation=operation, effect="none", attempts=attempt)
-            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, _ConnectionLost) as exc:
                 not_sent = _not_sent(exc)
                 self.calls.append((operation, "not-sent" if not_sent else "no-answer"))
                 if not_sent or kind == READ:

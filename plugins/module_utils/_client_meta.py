@@ -22,6 +22,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
 # Keys the service never returns once set.
 WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])
 MIN_SECRET_LENGTH = 32
+MAX_URL_LENGTH = 2048
 MIN_SECRET_DISTINCT = 10
 SECRET_HINT = ("Generate one with: openssl rand -hex 32   (or: python3 -c 'import secrets; "
                "print(secrets.token_hex(32))'), store it with ansible-vault, and pass it in secret_value.")
@@ -45,6 +46,8 @@ def validate_webhook_url(url):
     """One HTTPS receiver per account: absolute https:// URL with a host."""
     rule = ("value for key webhook_url must be an absolute https:// URL with a host, such as "
             "https://hooks.example.com/wpcloud")
+    if len(url) > MAX_URL_LENGTH:
+        raise ModuleFailure(rule + "; it is longer than %d characters." % MAX_URL_LENGTH)
     if url != url.strip() or any(ch.isspace() for ch in url):
         raise ModuleFailure(rule + "; it contains white space.")
     try:

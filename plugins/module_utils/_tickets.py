@@ -32,6 +32,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
 )
 
 RUN_SUCCEEDED = ("migration-succeeded",)
+MAX_TICKET_ID = 256
 RUN_FAILED = ("migration-failed", "preflight-failed", "error")
 
 PREFLIGHT_ARGUMENT_SPEC = dict(
@@ -132,7 +133,13 @@ def run_preflight(params, ctx):
     _check_migration_id(params)
     wait_options(params)
     client = ctx.client()
-    result = dict(changed=True, migration_id=params["migration_id"], ticket_id=None)
+    # Read first: an unknown migration or an active run is refused here, without a write call.
+    state = record_state(get_migration(client, params["migration_id"]))
+    if state in RUNNING_STATES:
+        raise ModuleFailure("migration %s is running (state %s): a preflight cannot start until the run ends. Wait "
+                            "for it with wpcloud.hosting.response_ticket_wait (migration_ids)."
+                            % (params["migration_id"], state), migration_id=params["migration_id"], state=state)
+    result = dict(changed=True, migration_id=params["migration_id"], ticket_id=None, state_before=state)
     if ctx.check_mode:
         result["msg"] = "check mode: preflight would be started"
         return result
@@ -193,8 +200,16 @@ def run_wait(params, ctx):
         return _wait_migrations(params, options, ctx)
     single = params.get("ticket_id") is not None
     ticket_ids = [params["ticket_id"]] if single else list(params["ticket_ids"] or [])
+    option = "ticket_id" if single else "ticket_ids"
     if not ticket_ids:
         raise ModuleFailure("ticket_ids is empty: pass at least one response ticket ID.")
+    for ticket_id in ticket_ids:
+        if not ticket_id or not ticket_id.strip() or ticket_id != ticket_id.strip():
+            raise ModuleFailure("%s must hold response ticket IDs as returned by preflight or ready; got an empty "
+                                "or blank-padded value." % option)
+        if len(ticket_id) > MAX_TICKET_ID or any(ord(c) < 33 or ord(c) > 126 for c in ticket_id):
+            raise ModuleFailure("%s must hold response ticket IDs as returned by preflight or ready (printable "
+                                "ASCII without spaces, at most %d characters)." % (option, MAX_TICKET_ID))
     client = ctx.client()
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"], messages=params["messages"])

@@ -58,20 +58,23 @@ class ControllerModuleAction(ActionBase):
         result = super(ControllerModuleAction, self).run(tmp, task_vars)
         fqcn = "%s.%s" % (COLLECTION, self.MODULE)
         execution = self._templar.template(task_vars.get(EXECUTION_VAR, "controller"))
-        if execution == "module":
-            result.update(self._execute_module(module_name=fqcn, module_args=dict(self._task.args),
-                                               task_vars=task_vars))
-            return result
-        if execution != "controller":
+        if execution not in ("controller", "module"):
             result.update(failed=True, msg="%s must be 'controller' or 'module', got %r." % (EXECUTION_VAR, execution))
             return result
 
+        # Validated here on both paths, so that bad arguments never reach a module process and the
+        # value of a misspelled option (a secret under a wrong name is not known to be no_log) is never
+        # echoed back in the invocation.
         module_file = self._module_file()
-        spec = module_file.MODULE_SPEC
-        validator = ArgumentSpecValidator(**spec)
+        validator = ArgumentSpecValidator(**module_file.MODULE_SPEC)
         validation = validator.validate(dict(self._task.args))
         no_log_values = set(validation._no_log_values)
-        params = validation.validated_parameters
+        params = dict((k, v) for k, v in validation.validated_parameters.items()
+                      if k not in validation.unsupported_parameters)
+        if execution == "module" and not validation.error_messages:
+            result.update(self._execute_module(module_name=fqcn, module_args=dict(self._task.args),
+                                               task_vars=task_vars))
+            return result
 
         outcome = self._run_logic(fqcn, module_file, validation, params, no_log_values)
         if _inject_invocation(task_vars):

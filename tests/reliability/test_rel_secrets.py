@@ -105,7 +105,6 @@ MISSPELLED_FINDING = (
 
 
 @pytest.mark.parametrize("execution", ["controller", "module"])
-@pytest.mark.xfail(strict=True, reason=MISSPELLED_FINDING)
 def test_misspelled_secret_option_is_not_echoed(emu, canaries, rel_dir, execution):
     out = rel_dir / "out" / ("secrets-misspelled-%s" % execution)
     out.mkdir(parents=True)

@@ -474,7 +474,7 @@ def test_ten_sites_in_one_play_wait_together(run, emu):
     assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Wait for all migration runs]") == 1
     recap = _recap(proc.stdout)
     per_site = [r["ok"] + r["skipped"] for h, r in recap.items() if h != "fleet00.example"]
-    assert max(per_site) <= 13, recap
+    assert max(per_site) <= 14, recap  # incl. the check-mode input check before the first write
     print("per-site tasks (ok+skipped, one non-first site):", per_site[0], "elapsed %.1fs" % proc.elapsed)
 
 

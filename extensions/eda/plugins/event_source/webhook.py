@@ -898,9 +898,47 @@ def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
         out[name] = value
-    if "max_age" in out and float(out["max_age"]) <= 0:
-        del out["max_age"]
+    try:
+        if "max_age" in out and float(out["max_age"]) <= 0:
+            del out["max_age"]
+    except (TypeError, ValueError):
+        raise ValueError("max_age must be a number of seconds, got %r" % out["max_age"]) from None
     return out
+
+
+def _check_args(args: dict[str, Any]) -> None:
+    """Refuse bad options with a message that names the option and the rule, before anything starts."""
+    def number(name, kind, low, rule):
+        if name not in args:
+            return
+        try:
+            value = kind(args[name])
+        except (TypeError, ValueError):
+            raise ValueError("%s must be %s, got %r" % (name, rule, args[name])) from None
+        if isinstance(args[name], bool) or value < low:
+            raise ValueError("%s must be %s, got %r" % (name, rule, args[name]))
+    number("port", int, 1, "an integer from 1 to 65535")
+    if int(args["port"]) > 65535:
+        raise ValueError("port must be an integer from 1 to 65535, got %r" % args["port"])
+    number("max_body_size", int, 1, "a positive number of bytes")
+    number("spool_max_bytes", int, 1, "a positive number of bytes")
+    number("dedupe_size", int, 1, "a positive integer")
+    number("max_age", float, 0, "a number of seconds")
+    number("emit_confirm_delay", float, 0, "a number of seconds")
+    for name in ("certfile", "keyfile", "cafile", "hmac_secret_file"):
+        if name in args and not os.path.isfile(str(args[name])):
+            raise ValueError("%s must be a readable file; %s does not exist or is not a file" % (name, args[name]))
+    if "capath" in args and not os.path.isdir(str(args["capath"])):
+        raise ValueError("capath must be a directory; %s is not one" % args["capath"])
+    if "spool_dir" in args and os.path.exists(str(args["spool_dir"])) and not os.path.isdir(str(args["spool_dir"])):
+        raise ValueError("spool_dir must be a directory; %s exists and is not one" % args["spool_dir"])
+    if "certfile" in args:
+        try:
+            _ssl_context(args)
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError("certfile and keyfile could not be loaded as a certificate and its private key "
+                             "(%s): check that keyfile belongs to certfile and password opens it"
+                             % exc.__class__.__name__) from None
 
 
 async def _watch_receiver(proc, emitter: Emitter) -> None:
@@ -920,6 +958,7 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     args = _clean_args(args)
     if "port" not in args:
         raise ValueError("Missing required argument: port")
+    _check_args(args)
     keys = _keys_from_args(args)
     if not keys and not _bool(args.get("allow_unsigned", False)):
         raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
