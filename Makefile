@@ -22,10 +22,10 @@ pyver = $(shell test -x $(1)/bin/python && $(1)/bin/python -c 'import sys; print
 # `python3.X` resolves to the venv interpreter (never a pyenv shim).
 ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
 
-SUITES := units integration system sanity-2.21 sanity-2.16 gates
+SUITES := units integration system reliability sanity-2.21 sanity-2.16 gates
 
 .PHONY: help setup system-packages get-pip tree test units integration system \
-        sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo clean
+        reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
@@ -34,6 +34,7 @@ help:
 	@echo "make units        ansible-test units --local"
 	@echo "make integration  ansible-test integration --local against a fresh emulator"
 	@echo "make system       pytest tests/system"
+	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks (summary table)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
 	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, changelog, ansible-builder"
@@ -115,6 +116,12 @@ system: setup
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
 	fi; \
 	exit $${rc:-0}
+
+# Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
+# prints the summary table (docs/reliability.md).
+reliability: setup
+	@rm -f $(BUILD)/skipped/$@
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/reliability -q -rx
 
 sanity: sanity-2.21 sanity-2.16
 

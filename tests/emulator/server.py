@@ -217,6 +217,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "wpcloud-emulator/1.0"
     timeout = 300  # idle keep-alive connections are dropped after this
 
+    def setup(self):
+        super().setup()
+        # Headers and body go out in two writes: without TCP_NODELAY the body waits for the client's
+        # delayed ACK (~40 ms per response), which a real service does not add.
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
     def log_request(self, code="-", size="-"):
         pass  # we log ourselves, without query strings (they may hold secrets)
 
