@@ -137,8 +137,8 @@ def test_fleet_of_100_sites_converges_under_faults(fleet_emu, canaries, rel_dir)
         stats = [r for r in run.records() if r["event"] == "stats"]
         limit = sorted(h for h, s in (stats[-1]["stats"] if stats else {}).items()
                        if s.get("failures") or s.get("unreachable"))
-        print("fleet run %d: rc=%s %.1fs, %d site(s) to run again" % (number, run.proc.returncode, run.elapsed,
-                                                                    len(limit)))
+        print("fleet run %d: rc=%s %.1fs, %d site(s) to run again"
+              % (number, run.proc.returncode, run.elapsed, len(limit)))
         if run.proc.returncode == 0:
             break
         assert limit, "the run failed without a failed site:\n" + run.explain()

@@ -18,7 +18,6 @@ finding.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from dataclasses import dataclass, field
 
@@ -381,8 +380,8 @@ def module_outcomes(emulator, canaries, rel_dir):
                              "result": record.get("result"),
                              "requests": [e for e in log if start <= e["time"] < end]}
     (out / "outcomes.json").write_text(json.dumps(
-        {k: {"failed": v["failed"], "msg": v["msg"][:500], "requests": [(e["endpoint"], e["status"], e["write"])
-                                                                       for e in v["requests"]]}
+        {k: {"failed": v["failed"], "msg": v["msg"][:500],
+             "requests": [(e["endpoint"], e["status"], e["write"]) for e in v["requests"]]}
          for k, v in outcomes.items()}, indent=1))
     return outcomes
 

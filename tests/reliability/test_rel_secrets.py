@@ -15,14 +15,11 @@ store) and the emulator's handshake line (emulator.stdout, which carries its API
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import runpy
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 

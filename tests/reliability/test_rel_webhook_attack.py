@@ -132,7 +132,7 @@ def test_chunked_oversized_body_and_huge_headers_are_refused(receiver):
     port, ca = receiver["port"], receiver["tls"]["ca"]
     before = len(receiver["source"].events)
     chunk = b"a" * 65536
-    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(20)) + b"0\r\n\r\n"
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for dummy in range(20)) + b"0\r\n\r\n"
     chunked = (b"POST /wpcloud HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Transfer-Encoding: chunked\r\n\r\n" + body)
     assert _raw(port, ca, chunked) in (413, "closed")
@@ -233,8 +233,8 @@ class Flood:
             name, body, headers, expected = ATTACKS[index % len(ATTACKS)]
             index += 1
             try:
-                status, _ = wh.post(self.url, body, self.ca, content_type=headers.get("Content-Type",
-                                                                                      "application/json"))
+                content_type = headers.get("Content-Type", "application/json")
+                status, dummy = wh.post(self.url, body, self.ca, content_type=content_type)
             except OSError as exc:
                 status = type(exc).__name__
             self.answers.append((name, status, status in expected))

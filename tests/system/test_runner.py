@@ -257,7 +257,7 @@ def test_migrate_site_as_a_controller_job(tmp_path, scripted_emulator):
 
 
 def test_wrong_vault_password_fails_the_job_without_showing_it(tmp_path, scripted_emulator):
-    pdd, _ = build_private_data_dir(tmp_path, scripted_emulator)
+    pdd, dummy = build_private_data_dir(tmp_path, scripted_emulator)
     wrong = "not-the-vault-password-X1y2"
     result = run_job(pdd, "job2", wrong)
     assert result.status == "failed" and result.rc != 0

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Plot wall time against fleet size N: collection, uri baseline, physical limit (docs/performance-fleet.png).
 
     .venv-bench/bin/python tests/benchmarks/fleet/plot.py RESULTS_JSON OUT_PNG

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Fleet migration benchmark: the collection's migrate_site playbook vs a plain-uri baseline vs the
 physical limit, for fleets of N destination sites (docs/performance.md).
 
@@ -23,7 +23,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -152,7 +151,7 @@ class Fleet:
                                     cwd=self.dir, stdin=subprocess.DEVNULL, start_new_session=True)
             timer = threading.Timer(self.args.timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
             timer.start()
-            _, status, usage = os.wait4(proc.pid, 0)
+            dummy, status, usage = os.wait4(proc.pid, 0)
             wall = time.monotonic() - started
             timer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -213,7 +212,9 @@ class Fleet:
             by_op[done["operation"]].append(returned[tid] - done["completed"])
             ok[done["operation"]] += done["status"] == "success"
         every = by_op["preflight"] + by_op["ready"]
-        r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
+
+        def r3(v):
+            return None if v is None else round(v, 3)
         return {"tickets": len(started), "tickets_unmatched": missing,
                 "preflight_ok": ok["preflight"], "run_ok": ok["ready"],
                 "delay_p50": r3(pct(every, 50)), "delay_p95": r3(pct(every, 95)), "delay_max": r3(max(every or [0])),
@@ -248,8 +249,8 @@ def bench(args, workroot):
             first = fleet.play("collection", os.path.join(args.collection, "playbooks", "migrate_site.yml"))
             first["kind"] = "collection"
             results["runs"].append(first)
-            log("  wall %.1fs cpu %.1fs writes %d p95 %s" % (first["wall"], first["cpu"], first["writes"],
-                                                            first["delay_p95"]))
+            log("  wall %.1fs cpu %.1fs writes %d p95 %s"
+                % (first["wall"], first["cpu"], first["writes"], first["delay_p95"]))
             if n in args.rerun_sizes:
                 log("N=%d collection re-run (site_migration_refresh=false)" % n)
                 again = fleet.play("rerun", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
@@ -266,8 +267,8 @@ def bench(args, workroot):
                 base = fleet.play("baseline", BASELINE_PLAYBOOK)
                 base["kind"] = "baseline"
                 results["runs"].append(base)
-                log("  wall %.1fs cpu %.1fs writes %d p95 %s" % (base["wall"], base["cpu"], base["writes"],
-                                                                base["delay_p95"]))
+                log("  wall %.1fs cpu %.1fs writes %d p95 %s"
+                    % (base["wall"], base["cpu"], base["writes"], base["delay_p95"]))
             finally:
                 fleet.stop()
         with open(os.path.join(workroot, "results.json"), "w") as handle:
@@ -283,7 +284,9 @@ def _f(value, fmt="%.1f"):
 
 def tables(results):
     runs = results["runs"]
-    get = lambda kind, n: next((r for r in runs if r["kind"] == kind and r["n"] == n), None)  # noqa: E731
+
+    def get(kind, n):
+        return next((r for r in runs if r["kind"] == kind and r["n"] == n), None)
     sizes = sorted({r["n"] for r in runs})
     lim = results["limit"]
     lines = ["| N | collection wall s | baseline wall s | limit s | collection / limit | baseline / collection "
@@ -316,7 +319,9 @@ def tables(results):
 
 def targets(results):
     runs = results["runs"]
-    get = lambda kind, n: next((r for r in runs if r["kind"] == kind and r["n"] == n), None)  # noqa: E731
+
+    def get(kind, n):
+        return next((r for r in runs if r["kind"] == kind and r["n"] == n), None)
     c1, c100, b100, rr100 = get("collection", 1), get("collection", 100), get("baseline", 100), get("rerun", 100)
     rows = ["| target (N=100, reported, not asserted) | measured | met |", "| --- | --- | --- |"]
 
@@ -399,14 +404,14 @@ BLOCKING_LEAVES = re.compile(r"^(?:_worker \(concurrent/futures/thread|Condition
                              r"select |poll |_poll |wait \(|sleep |_wait_for_tstate_lock |Queue\.get |SimpleQueue\.get)")
 
 CATEGORIES = [  # first match on the stack, from the leaf up, names the category of a sample
-    ("TLS / HTTP (requests, urllib3, ssl, http.client)", re.compile(r"\((?:requests|urllib3|ssl|http/client)[/.]|"
-                                                                   r"/(?:requests|urllib3)/|/ssl\.py|http/client\.py")),
+    ("TLS / HTTP (requests, urllib3, ssl, http.client)",
+     re.compile(r"\((?:requests|urllib3|ssl|http/client)[/.]|/(?:requests|urllib3)/|/ssl\.py|http/client\.py")),
     ("Jinja2 templating (ansible _internal/_templating, jinja2)", re.compile(r"/jinja2/|_templating/|/template/")),
     ("module arg validation (ArgumentSpecValidator)", re.compile(r"module_utils/common/(?:arg_spec|parameters|validation)")),
     ("collection module logic (module_utils of wpcloud)", re.compile(r"wpcloud/hosting/plugins/module_utils")),
     ("variable manager (get_vars, hostvars)", re.compile(r"ansible/vars/")),
-    ("worker process start / fork / IPC (multiprocessing, queues)", re.compile(r"multiprocessing/|executor/process/|"
-                                                                              r"_internal/_.*queue|worker")),
+    ("worker process start / fork / IPC (multiprocessing, queues)",
+     re.compile(r"multiprocessing/|executor/process/|_internal/_.*queue|worker")),
     ("callbacks / display", re.compile(r"plugins/callback/|utils/display")),
     ("strategy / task queue manager", re.compile(r"plugins/strategy/|executor/task_queue_manager")),
     ("task executor", re.compile(r"executor/task_executor")),
@@ -425,7 +430,7 @@ def summarize_profile(raw):  # noqa: C901
             line = line.rstrip("\n")
             if not line:
                 continue
-            stack, _, count = line.rpartition(" ")
+            stack, dummy, count = line.rpartition(" ")
             try:
                 count = int(count)
             except ValueError:
@@ -475,8 +480,10 @@ def _short(path):
 # ------------------------------------------------------------------------------------------ main
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ints = lambda text: [int(x) for x in text.split(",") if x.strip()]  # noqa: E731
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+
+    def ints(text):
+        return [int(x) for x in text.split(",") if x.strip()]
     parser.add_argument("--sizes", type=ints, default=[1, 10, 50, 100, 200], help="fleet sizes N (default 1,10,50,100,200)")
     parser.add_argument("--forks", type=int, default=5, help="ansible-playbook -f for both playbooks (default 5)")
     parser.add_argument("--preflight", type=float, default=2.0, help="server-side preflight duration s (default 2)")

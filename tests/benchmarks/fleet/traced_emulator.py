@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """The emulator (tests/emulator/server.py, unchanged) plus a record of when each ticket completes.
 
 Benchmark-only. The emulator keeps a ticket's creation time (in its ID) but not the moment its work
