@@ -85,7 +85,7 @@ class ModuleContext(object):
     def client(self):
         if self._client is None:
             p = self.params
-            validate_timeouts(p)
+            validate_connection_options(p)
             try:
                 self._client = WPCloudClient(
                     api_url=p["api_url"], api_key=p["api_key"], validate_certs=p["validate_certs"],
@@ -100,7 +100,7 @@ class ModuleContext(object):
             self._client.close()
 
 
-def validate_timeouts(params):
+def validate_connection_options(params):
     url = params.get("api_url") or ""
     if not re.match(r"^https?://[^/\s?#]+", url):
         raise ModuleFailure("api_url must be an absolute URL such as https://atomic-api.wordpress.com "

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import validate_poll
 
 TERMINAL = frozenset(["success", "failure"])
 PENDING = "pending"  # our name for a 202: the ticket exists but has no response yet
@@ -267,7 +268,6 @@ def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait
 
 def wait_options(params):
     """The shared wait options, checked once for every module that waits."""
-    from ansible_collections.wpcloud.hosting.plugins.module_utils._common import validate_poll
     validate_poll(params)
     return dict(wait=params.get("wait", True), wait_timeout=params["wait_timeout"],
                 poll_interval=params["poll_interval"])

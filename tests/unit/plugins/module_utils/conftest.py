@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -39,6 +40,11 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture()
 def emulator():
+    # pytest_sessionstart of a conftest below the rootdir is not called when pytest is pointed at a
+    # parent folder: start it on first use then (stopped at exit).
+    if "emu" not in _EMULATOR:
+        pytest_sessionstart(None)
+        atexit.register(pytest_sessionfinish, None, 0)
     return _EMULATOR["emu"]
 
 
