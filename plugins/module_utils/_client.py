@@ -25,6 +25,7 @@ import json
 import random
 import socket
 import ssl
+import threading
 import time
 from urllib.parse import quote
 
@@ -217,7 +218,10 @@ def _retry_after(headers):
 
 
 class WPCloudClient(object):
-    """Calls the partner API. One instance per task; reads share a keep-alive session."""
+    """Calls the partner API. One instance per task; reads share a keep-alive session.
+
+    Safe to share between threads (the list forms and the poller call it concurrently).
+    """
 
     def __init__(self, api_url=DEFAULT_API_URL, api_key=None, validate_certs=True, ca_path=None,
                  timeout=30, retries=5, retry_timeout=120, user_agent=None, on_retry=None,
@@ -239,18 +243,22 @@ class WPCloudClient(object):
         self.sleep = sleep
         self.calls = []  # (operation, status) of every attempt, for results and tests
         self._session = None
+        self._lock = threading.Lock()
 
     # -- secrets -----------------------------------------------------------------------------
     def add_secret(self, value):
         """Register a value that must never appear in an error text."""
         if value:
-            self._secrets.add(str(value))
+            with self._lock:
+                self._secrets.add(str(value))
 
     def redact(self, text):
         if not text:
             return text
         text = str(text)
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        with self._lock:
+            secrets = sorted(self._secrets, key=len, reverse=True)
+        for secret in secrets:
             if secret and secret in text:
                 text = text.replace(secret, "********")
             quoted = quote(secret, safe="") if secret else ""
@@ -274,14 +282,16 @@ class WPCloudClient(object):
         return session
 
     def _read_session(self):
-        if self._session is None:
-            self._session = self._new_session()
-        return self._session
+        with self._lock:
+            if self._session is None:
+                self._session = self._new_session()
+            return self._session
 
     def close(self):
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
 
     def url_for(self, operation, **path_args):
         method, template, kind = OPERATIONS[operation]

@@ -11,6 +11,7 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.common.parameters import env_fallback
 
@@ -38,6 +39,10 @@ WAIT_ARGUMENT_SPEC = dict(
 
 # The service asks for one second between polls of a pending ticket.
 MIN_POLL_INTERVAL = 1.0
+
+# The list forms (sites, migrations, migration_ids) call the API for this many items at once, on the
+# task's one client: a fleet's calls then take about as long as its slowest call, not the sum.
+MAX_CONCURRENT_CALLS = 16
 
 _DOMAIN_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
@@ -161,3 +166,50 @@ def as_int_or_str(value):
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
     return value
+
+
+# -- list forms: one task for a whole fleet ---------------------------------------------------------------
+
+def run_for_each(items, logic):
+    """Run ``logic(item)`` for every item, MAX_CONCURRENT_CALLS at a time; results in input order.
+
+    Each result is the item's own result dict with ``failed`` added; a ModuleFailure becomes that
+    item's result (its details, ``failed: true`` and ``msg``), so one bad item never stops the others.
+    """
+    def one(item):
+        try:
+            result = logic(item)
+            result["failed"] = False
+        except ModuleFailure as failure:
+            result = dict(failure.details)
+            result.update(failed=True, msg=failure.msg)
+        return result
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENT_CALLS, len(items))) as pool:
+        return list(pool.map(one, items))
+
+
+def list_result(results, noun, label):
+    """The result of a list form: ``results``, ``changed`` when any item changed, ``failed_count``.
+
+    Item diffs are gathered into one ``diff`` list (one entry per item, headed by ``label(result)``).
+    Raises ModuleFailure naming the first failed items when any item failed.
+    """
+    diffs = []
+    for result in results:
+        diff = result.pop("diff", None)
+        if diff:
+            name = label(result)
+            diffs.append(dict(diff, before_header=name, after_header=name))
+    failed = [r for r in results if r.get("failed")]
+    outcome = dict(changed=any(r.get("changed") for r in results), results=results, failed_count=len(failed))
+    if diffs:
+        outcome["diff"] = diffs
+    if failed:
+        named = "; ".join("%s: %s" % (label(r), r.get("msg")) for r in failed[:5])
+        if len(failed) > 5:
+            named += " (and %d more)" % (len(failed) - 5)
+        raise ModuleFailure("%d of %d %s failed: %s" % (len(failed), len(results), noun, named), **outcome)
+    return outcome

@@ -31,6 +31,8 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleFailure,
     api_failure,
     as_int_or_str,
+    list_result,
+    run_for_each,
     validate_host,
     validate_site,
 )
@@ -58,7 +60,8 @@ PREFLIGHT_OK = "preflight-succeeded"
 
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
-ARGUMENT_SPEC = dict(
+# One migration's options: the module's own, and each element of its list form ``migrations``.
+_MIGRATION_OPTIONS = dict(
     site=dict(type="str"),
     migration_id=dict(type="int"),
     remote_host=dict(type="str"),
@@ -74,13 +77,29 @@ ARGUMENT_SPEC = dict(
 )
 MUTUALLY_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]
 REQUIRED_BY = {"ssh_id_pass": ("ssh_id",)}
-REQUIRED_ONE_OF = [("site", "migration_id")]
+
+# In ``migrations`` the task's options are the defaults of every element, so elements have none.
+_ELEMENT_OPTIONS = dict((name, dict((k, v) for k, v in spec.items() if k != "default"))
+                        for name, spec in _MIGRATION_OPTIONS.items())
+ARGUMENT_SPEC = dict(
+    _MIGRATION_OPTIONS,
+    migrations=dict(type="list", elements="dict", options=_ELEMENT_OPTIONS,
+                    mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                    required_by=REQUIRED_BY, required_one_of=[("site", "migration_id")]),
+)
+MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE + [("migrations", "site"), ("migrations", "migration_id"),
+                                           ("migrations", "state_file")]
+REQUIRED_ONE_OF = [("site", "migration_id", "migrations")]
+# Only these are the element's own; the others default to the task's value.
+ELEMENT_ONLY = ("site", "migration_id", "state_file")
 
 INFO_ARGUMENT_SPEC = dict(
     site=dict(type="str"),
+    sites=dict(type="list", elements="str"),
     migration_id=dict(type="int"),
 )
-INFO_REQUIRED_ONE_OF = [("site", "migration_id")]
+INFO_MUTUALLY_EXCLUSIVE = [("site", "sites", "migration_id")]
+INFO_REQUIRED_ONE_OF = [("site", "migration_id", "sites")]
 
 
 # -- SSH keys ------------------------------------------------------------------------------------------
@@ -308,6 +327,8 @@ def _secret_form(params):
 
 
 def run(params, ctx):
+    if params.get("migrations") is not None:
+        return _run_migrations(params, ctx)
     fingerprint = _validate(params)
     client = ctx.client()
     for field in SECRET_FIELDS:
@@ -404,6 +425,13 @@ def run(params, ctx):
 
 
 def run_info(params, ctx):
+    if params.get("sites") is not None:
+        ctx.client()
+        results = run_for_each(params["sites"], lambda site: dict(run_info(dict(params, site=site, sites=None), ctx),
+                                                                  site=site))
+        for site, result in zip(params["sites"], results):
+            result.setdefault("site", site)
+        return list_result(results, "sites", lambda r: "site %s" % r["site"])
     client = ctx.client()
     migration_id, record = resolve_migration(client, params)
     if record is None:
@@ -413,3 +441,62 @@ def run_info(params, ctx):
     if record.get("ssh-id-pub"):
         result["ssh_id_pub"] = record["ssh-id-pub"]
     return result
+
+
+# -- the list form: many migrations in one task ----------------------------------------------------------
+
+def _element_params(params, element):
+    """One element of ``migrations`` as the options of a single migration.
+
+    Unset element options take the task's value. Credentials are taken as a set: an element that
+    gives any of remote_pass, ssh_id or ssh_id_pass takes none of the task's.
+    """
+    single = dict(params, migrations=None)
+    if any(element.get(field) is not None for field in SECRET_FIELDS):
+        for field in SECRET_FIELDS:
+            single[field] = None
+    for name, value in element.items():
+        if value is not None or name in ELEMENT_ONLY:
+            single[name] = value
+    return single
+
+
+def _label(params):
+    if params.get("site") is not None:
+        return "site %s" % params["site"]
+    return "migration %s" % params.get("migration_id")
+
+
+def _run_migrations(params, ctx):
+    elements = [_element_params(params, element) for element in params["migrations"]]
+    # Two elements for one site or one state file would race each other into two migrations.
+    for key in ("site", "migration_id", "state_file"):
+        seen = set()
+        for single in elements:
+            value = single.get(key)
+            if value is None:
+                continue
+            value = str(value).strip().lower() if key == "site" else value
+            if value in seen:
+                raise ModuleFailure("migrations lists %s %s twice: give each site, migration and state_file "
+                                    "once." % (key, single[key]))
+            seen.add(value)
+    client = ctx.client()
+    # Registered before the threads start: every error text of every element is redacted.
+    for single in elements:
+        for field in SECRET_FIELDS:
+            client.add_secret(single.get(field))
+
+    def one(single):
+        try:
+            result = run(single, ctx)
+        except ModuleFailure as failure:
+            for name in ("site", "migration_id"):
+                if single.get(name) is not None:
+                    failure.details.setdefault(name, single[name])
+            raise
+        if single.get("site") is not None:
+            result.setdefault("site", single["site"])
+        return result
+
+    return list_result(run_for_each(elements, one), "migrations", _label)

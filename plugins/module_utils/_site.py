@@ -15,6 +15,8 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleFailure,
     api_failure,
     as_int_or_str,
+    list_result,
+    run_for_each,
     validate_site,
 )
 
@@ -24,9 +26,12 @@ FLAG_VALUES = frozenset(["true", "1", "yes", "on", "enabled"])
 OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none", "null"])
 
 ARGUMENT_SPEC = dict(
-    site=dict(type="str", required=True),
+    site=dict(type="str"),
+    sites=dict(type="list", elements="str"),
     confirm_overwrite=dict(type="bool", default=False),
 )
+MUTUALLY_EXCLUSIVE = [("site", "sites")]
+REQUIRED_ONE_OF = [("site", "sites")]
 
 
 def read_allow_site_migration(client, site):
@@ -52,6 +57,8 @@ def read_allow_site_migration(client, site):
 
 
 def run_allow(params, ctx):
+    if params.get("sites") is not None:
+        return _run_allow_sites(params, ctx)
     site = validate_site(params["site"])
     if not params["confirm_overwrite"]:
         raise ModuleFailure(
@@ -81,3 +88,17 @@ def run_allow(params, ctx):
             "after": {"allow_site_migration": "enabled"},
         }
     return result
+
+
+def _run_allow_sites(params, ctx):
+    """The list form: every site of ``sites`` at once, on one client."""
+    if not params["confirm_overwrite"]:
+        raise ModuleFailure(
+            "confirm_overwrite must be true: allowing incoming migrations accepts that every later run of a "
+            "migration replaces the files and database of each site in sites, and this cannot be undone. Set "
+            "confirm_overwrite: true once you are sure these are the right destinations.")
+    ctx.client()
+    results = run_for_each(params["sites"], lambda site: run_allow(dict(params, site=site, sites=None), ctx))
+    for given, result in zip(params["sites"], results):
+        result.setdefault("site", given)
+    return list_result(results, "sites", lambda r: "site %s" % r["site"])

@@ -11,11 +11,15 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     WAIT_ARGUMENT_SPEC,
     ModuleFailure,
     api_failure,
+    list_result,
+    run_for_each,
 )
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
@@ -36,17 +40,23 @@ MAX_TICKET_ID = 256
 RUN_FAILED = ("migration-failed", "preflight-failed", "error")
 
 PREFLIGHT_ARGUMENT_SPEC = dict(
-    migration_id=dict(type="int", required=True),
+    migration_id=dict(type="int"),
+    migration_ids=dict(type="list", elements="int"),
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
     **WAIT_ARGUMENT_SPEC
 )
 
 READY_ARGUMENT_SPEC = dict(
-    migration_id=dict(type="int", required=True),
+    migration_id=dict(type="int"),
+    migration_ids=dict(type="list", elements="int"),
     require_preflight=dict(type="bool", default=True),
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
     **WAIT_ARGUMENT_SPEC
 )
+
+# migration_preflight and migration_ready: one migration, or many at once.
+START_MUTUALLY_EXCLUSIVE = [("migration_id", "migration_ids")]
+START_REQUIRED_ONE_OF = [("migration_id", "migration_ids")]
 
 WAIT_MODULE_ARGUMENT_SPEC = dict(
     ticket_id=dict(type="str"),
@@ -71,6 +81,8 @@ def _ticket_id_of(data):
 
 
 def _check_migration_id(params):
+    if params.get("migration_id") is None:
+        raise ModuleFailure("migration_id is required (or migration_ids, for many migrations at once).")
     if params["migration_id"] <= 0:
         raise ModuleFailure("migration_id must be a positive integer.")
 
@@ -93,12 +105,9 @@ def _start(client, operation, migration_id, what):
     return ticket_id
 
 
-def _wait_one(client, ticket_id, params, what):
-    """Wait on one ticket; return the result keys for it, or raise on failure/timeout."""
-    options = wait_options(params)
-    tickets, timed_out = wait_for_tickets(client, [ticket_id], options["wait_timeout"], options["poll_interval"],
-                                          messages=params["messages"])
-    entry = wait_summary(tickets, timed_out)["results"][0]
+def _judge_ticket(entry, timed_out, params, what):
+    """The result keys for a waited ticket, or a ModuleFailure for failure, error or timeout."""
+    ticket_id = entry["ticket_id"]
     result = {"ticket": entry, "ticket_state": entry["state"]}
     if entry["state"] == "error":
         raise ModuleFailure("Waiting for the %s ticket %s failed: %s" % (what, ticket_id, entry["error"]),
@@ -116,22 +125,70 @@ def _wait_one(client, ticket_id, params, what):
     return result
 
 
-def _wait_for_state(client, migration_id, params):
-    """Follow one migration's state until its run ends; return the final state."""
-    runs, timed_out = wait_for_migrations(client, [migration_id], params["wait_timeout"], params["poll_interval"])
-    run = runs[0]
+def _judge_run(run, timed_out, params):
+    """The final state of a run followed by its migration's state, or a ModuleFailure."""
     if run.error is not None:
-        raise ModuleFailure(run.error, migration_id=migration_id)
+        raise ModuleFailure(run.error, migration_id=run.migration_id)
     if timed_out and not run.done:
         raise ModuleFailure("Migration %s was still %s when wait_timeout=%ss ran out."
-                            % (migration_id, run.state, params["wait_timeout"]), migration_id=migration_id,
+                            % (run.migration_id, run.state, params["wait_timeout"]), migration_id=run.migration_id,
                             state=run.state, timed_out=True)
     return run.state
 
 
-def run_preflight(params, ctx):
+def _wait(client, results, params, what):
+    """Wait for the tickets started and the runs found running, all at once; fold the outcome into
+    each result (as the single form would have returned or raised it)."""
+    started = [r for r in results if not r.get("failed") and r.get("ticket_id")]
+    running = [r for r in results if not r.get("failed") and r.get("already_running")]
+    options = wait_options(params)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        tickets = pool.submit(wait_for_tickets, client, [r["ticket_id"] for r in started], options["wait_timeout"],
+                              options["poll_interval"], messages=params["messages"]) if started else None
+        runs = pool.submit(wait_for_migrations, client, [r["migration_id"] for r in running],
+                           options["wait_timeout"], options["poll_interval"]) if running else None
+        if tickets is not None:
+            waited, timed_out = tickets.result()
+            for result, entry in zip(started, wait_summary(waited, timed_out)["results"]):
+                _fold(result, lambda e=entry, t=timed_out: _judge_ticket(e, t, params, what))
+        if runs is not None:
+            followed, timed_out = runs.result()
+            for result, run in zip(running, followed):
+                _fold(result, lambda r=run, t=timed_out, res=result: _ended(res, _judge_run(r, t, params)))
+
+
+def _ended(result, state):
+    if state != "migration-succeeded":
+        details = dict((k, v) for k, v in result.items() if k not in ("msg", "failed"))
+        raise ModuleFailure("The migration run that was already active ended in state %s." % state,
+                            **dict(details, state=state))
+    return {"state": state}
+
+
+def _fold(result, judge):
+    try:
+        result.update(judge())
+    except ModuleFailure as failure:
+        result.update(failure.details)
+        result.update(failed=True, msg=failure.msg)
+
+
+def _wait_one(client, ticket_id, params, what):
+    """Wait on one ticket; return the result keys for it, or raise on failure/timeout."""
+    options = wait_options(params)
+    tickets, timed_out = wait_for_tickets(client, [ticket_id], options["wait_timeout"], options["poll_interval"],
+                                          messages=params["messages"])
+    return _judge_ticket(wait_summary(tickets, timed_out)["results"][0], timed_out, params, what)
+
+
+def _wait_for_state(client, migration_id, params):
+    """Follow one migration's state until its run ends; return the final state."""
+    runs, timed_out = wait_for_migrations(client, [migration_id], params["wait_timeout"], params["poll_interval"])
+    return _judge_run(runs[0], timed_out, params)
+
+
+def _start_preflight(params, ctx):
     _check_migration_id(params)
-    wait_options(params)
     client = ctx.client()
     # Read first: an unknown migration or an active run is refused here, without a write call.
     state = record_state(get_migration(client, params["migration_id"]))
@@ -143,35 +200,21 @@ def run_preflight(params, ctx):
     if ctx.check_mode:
         result["msg"] = "check mode: preflight would be started"
         return result
-    ticket_id = _start(client, "migration.preflight", params["migration_id"], "preflight")
-    result["ticket_id"] = ticket_id
-    if params["wait"]:
-        try:
-            result.update(_wait_one(client, ticket_id, params, "preflight"))
-        except ModuleFailure as failure:
-            failure.details.setdefault("migration_id", params["migration_id"])
-            raise
+    result["ticket_id"] = _start(client, "migration.preflight", params["migration_id"], "preflight")
     return result
 
 
-def run_ready(params, ctx):
+def _start_ready(params, ctx):
     _check_migration_id(params)
-    wait_options(params)
     client = ctx.client()
     migration_id = params["migration_id"]
-    record = get_migration(client, migration_id)
-    state = record_state(record)
+    state = record_state(get_migration(client, migration_id))
     result = dict(changed=False, migration_id=migration_id, ticket_id=None, state_before=state)
     if state in RUNNING_STATES:
         # Never start a second run. Its ticket is not known here (for example after an interrupted
         # playbook), so a wait follows the migration's state instead.
         result["msg"] = "migration %s is already running; no new run was started" % migration_id
         result["already_running"] = True
-        if params["wait"]:
-            result["state"] = _wait_for_state(client, migration_id, params)
-            if result["state"] != "migration-succeeded":
-                raise ModuleFailure("The migration run that was already active ended in state %s."
-                                    % result["state"], **result)
         return result
     if params["require_preflight"] and state != PREFLIGHT_OK:
         raise ModuleFailure(
@@ -182,16 +225,47 @@ def run_ready(params, ctx):
     if ctx.check_mode:
         result["msg"] = "check mode: the run would be started (it overwrites the destination's files and database)"
         return result
-    ticket_id = _start(client, "migration.ready", migration_id, "the migration run")
-    result["ticket_id"] = ticket_id
-    if params["wait"]:
+    result["ticket_id"] = _start(client, "migration.ready", migration_id, "the migration run")
+    return result
+
+
+def _run_started(params, ctx, start, what):
+    """Start (and with wait, wait for) one migration or every migration of migration_ids."""
+    wait_options(params)
+    if params.get("migration_ids") is None:
+        result = start(params, ctx)
+        if params["wait"]:
+            _wait(ctx.client(), [result], params, what)
+            if result.get("failed"):
+                result.pop("failed")
+                raise ModuleFailure(result.pop("msg"), **result)
+        return result
+    ids = list(params["migration_ids"])
+    if any(i <= 0 for i in ids):
+        raise ModuleFailure("migration_ids must hold positive integers.")
+    if len(set(ids)) != len(ids):
+        raise ModuleFailure("migration_ids lists a migration twice: give each migration once.")
+    client = ctx.client()
+
+    def one(migration_id):
         try:
-            result.update(_wait_one(client, ticket_id, params, "migration run"))
+            return start(dict(params, migration_id=migration_id, migration_ids=None), ctx)
         except ModuleFailure as failure:
             failure.details.setdefault("migration_id", migration_id)
-            failure.details.setdefault("state_before", state)
             raise
-    return result
+
+    results = run_for_each(ids, one)
+    if params["wait"]:
+        _wait(client, results, params, what)
+    return list_result(results, "migrations", lambda r: "migration %s" % r["migration_id"])
+
+
+def run_preflight(params, ctx):
+    return _run_started(params, ctx, _start_preflight, "preflight")
+
+
+def run_ready(params, ctx):
+    return _run_started(params, ctx, _start_ready, "migration run")
 
 
 def run_wait(params, ctx):

@@ -80,12 +80,14 @@ record:
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     INFO_ARGUMENT_SPEC,
+    INFO_MUTUALLY_EXCLUSIVE,
     INFO_REQUIRED_ONE_OF,
     run_info as run_logic,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 
-MODULE_SPEC = dict(argument_spec=api_spec_with(INFO_ARGUMENT_SPEC), required_one_of=INFO_REQUIRED_ONE_OF)
+MODULE_SPEC = dict(argument_spec=api_spec_with(INFO_ARGUMENT_SPEC), mutually_exclusive=INFO_MUTUALLY_EXCLUSIVE,
+                   required_one_of=INFO_REQUIRED_ONE_OF)
 
 
 def main():

@@ -136,10 +136,13 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
     PREFLIGHT_ARGUMENT_SPEC,
+    START_MUTUALLY_EXCLUSIVE,
+    START_REQUIRED_ONE_OF,
     run_preflight as run_logic,
 )
 
-MODULE_SPEC = dict(argument_spec=api_spec_with(PREFLIGHT_ARGUMENT_SPEC))
+MODULE_SPEC = dict(argument_spec=api_spec_with(PREFLIGHT_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
+                   required_one_of=START_REQUIRED_ONE_OF)
 
 
 def main():

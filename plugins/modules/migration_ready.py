@@ -108,10 +108,13 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
     READY_ARGUMENT_SPEC,
+    START_MUTUALLY_EXCLUSIVE,
+    START_REQUIRED_ONE_OF,
     run_ready as run_logic,
 )
 
-MODULE_SPEC = dict(argument_spec=api_spec_with(READY_ARGUMENT_SPEC))
+MODULE_SPEC = dict(argument_spec=api_spec_with(READY_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
+                   required_one_of=START_REQUIRED_ONE_OF)
 
 
 def main():
