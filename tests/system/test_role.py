@@ -430,10 +430,10 @@ def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
             assert proc.poll() is None, (run.dir / "killed.out").read_text()
             time.sleep(0.2)
         assert len(_writes(emu.requests_log(), "migration.ready")) == 3
-        time.sleep(1.5)                        # inside "Wait for all migration runs"
+        time.sleep(1.5)                        # inside the run's wait
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert "Wait for all migration runs" in (run.dir / "killed.out").read_text()
+    assert "Run every site's migration and wait for all of them" in (run.dir / "killed.out").read_text()
     running = [emu.api("migration/get/%s" % run.state(v["site_migration_site"])["migration_id"])[1]["data"]["state"]
                for v in sites.values()]
     assert running == ["migration-running"] * 3
@@ -471,7 +471,7 @@ def test_ten_sites_in_one_play_wait_together(run, emu):
     log = emu.requests_log()
     assert len(_writes(log, "migration.create")) == 10
     assert len(_writes(log, "migration.ready")) == 10
-    assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Wait for all migration runs]") == 1
+    assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Run every site's migration and wait for all of them]") == 1
     recap = _recap(proc.stdout)
     per_site = [r["ok"] + r["skipped"] for h, r in recap.items() if h != "fleet00.example"]
     assert max(per_site) <= 14, recap  # incl. the check-mode input check before the first write
