@@ -29,7 +29,10 @@ def _tickets(res):
             done += more[1]
     if isinstance(res.get("ticket_id"), str) and res.get("ticket_id"):
         started.append(res["ticket_id"])                          # migration_preflight / migration_ready
-    for ticket in res.get("tickets") or []:                       # response_ticket_wait
+    waited = list(res.get("tickets") or [])                        # response_ticket_wait
+    if isinstance(res.get("ticket"), dict):                        # migration_preflight / migration_ready, waited
+        waited.append(res["ticket"])
+    for ticket in waited:
         if isinstance(ticket, dict) and ticket.get("state") in TERMINAL:
             done.append(ticket["ticket_id"])
     data = (res.get("json") or {}).get("data") if isinstance(res.get("json"), dict) else None
