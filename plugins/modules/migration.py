@@ -22,20 +22,93 @@ description:
     in which case the service generates an identity and the module returns its public key RV(ssh_id_pub),
     which must be added to the source user's C(authorized_keys) before preflight.
   - O(ssh_id) is checked locally before anything is sent; only its fingerprint is returned.
+  - With O(migrations), one task manages the migrations of a whole fleet. Each element is one migration; the
+    task's own options are the defaults of every element. The migrations are handled 16 at a time on one
+    connection. One failed migration does not stop the others; the task fails afterwards and names each.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   site:
     description:
-      - The destination site, by numeric site ID or domain. Required unless O(migration_id) is given.
+      - The destination site, by numeric site ID or domain. Required unless O(migration_id) or O(migrations)
+        is given.
+      - Mutually exclusive with O(migrations).
     type: str
   migration_id:
     description:
       - The migration to manage. Without it, the migration attached to O(site) is managed, or a new one created.
+      - Mutually exclusive with O(migrations).
     type: int
+  migrations:
+    description:
+      - Many migrations in one task, one element each. Results come back in RV(results), in the same order.
+        An empty list changes nothing.
+      - An option an element leaves out takes the task's value, so options shared by the fleet are given once.
+        O(migrations[].site), O(migrations[].migration_id) and O(migrations[].state_file) are the element's own.
+      - Credentials are taken as a set. An element that gives any of O(migrations[].remote_pass),
+        O(migrations[].ssh_id) or O(migrations[].ssh_id_pass) takes none of the task's credentials; this way a
+        task-level password never mixes with an element's key.
+      - Two elements for the same site, migration or state file are refused before any call, as they would
+        race each other into two migrations.
+      - Mutually exclusive with O(site), O(migration_id) and O(state_file).
+    type: list
+    elements: dict
+    suboptions:
+      site:
+        description:
+          - The destination site, by numeric site ID or domain. Required unless O(migrations[].migration_id)
+            is given.
+        type: str
+      migration_id:
+        description:
+          - The migration to manage.
+        type: int
+      remote_host:
+        description:
+          - As O(remote_host).
+        type: str
+      remote_user:
+        description:
+          - As O(remote_user).
+        type: str
+      remote_port:
+        description:
+          - As O(remote_port). Left out, the task's O(remote_port).
+        type: int
+      remote_pass:
+        description:
+          - As O(remote_pass). Never logged or returned.
+          - Mutually exclusive with O(migrations[].ssh_id) and O(migrations[].ssh_id_pass).
+        type: str
+      remote_docroot:
+        description:
+          - As O(remote_docroot).
+        type: str
+      remote_domain:
+        description:
+          - As O(remote_domain).
+        type: str
+      ssh_id:
+        description:
+          - As O(ssh_id). Never logged or returned.
+        type: str
+      ssh_id_pass:
+        description:
+          - As O(ssh_id_pass). Never logged or returned. Requires O(migrations[].ssh_id).
+        type: str
+      update_secret:
+        description:
+          - As O(update_secret). Left out, the task's O(update_secret).
+        type: str
+        choices: [always, on_create]
+      state_file:
+        description:
+          - As O(state_file), for this migration only.
+        type: path
   remote_host:
     description:
       - SSH host name or address of the source server. Required to create a migration.
+      - With O(migrations), the default of every element; the same holds for every option below but O(state_file).
     type: str
   remote_user:
     description:
@@ -49,6 +122,7 @@ options:
   remote_pass:
     description:
       - SSH password of O(remote_user). Never logged or returned.
+      - Mutually exclusive with O(ssh_id) and O(ssh_id_pass).
     type: str
   remote_docroot:
     description:
@@ -67,6 +141,7 @@ options:
   ssh_id_pass:
     description:
       - Passphrase of O(ssh_id). Only for a protected key; a passphrase for a key without one is refused.
+        Never logged or returned. Requires O(ssh_id).
     type: str
   update_secret:
     description:
@@ -82,6 +157,7 @@ options:
         (the controller, unless C(wpcloud_hosting_execution=module)).
       - Read when O(migration_id) is not given; written atomically right after a create, and whenever the
         managed migration differs from the recorded one. Other keys in the file are kept.
+      - Mutually exclusive with O(migrations); give each element its own O(migrations[].state_file).
     type: path
 extends_documentation_fragment:
   - wpcloud.hosting.api
@@ -91,7 +167,9 @@ attributes:
     description: Predicts C(changed) and the fields it would send, without writing.
     support: full
   diff_mode:
-    description: Shows the readable fields before and after; credentials show only as the authentication method.
+    description: >-
+      Shows the readable fields before and after; credentials show only as the authentication method.
+      With O(migrations), one diff per migration.
     support: full
   idempotent:
     description: Idempotent unless O(update_secret=always) is used with credentials.
@@ -126,33 +204,52 @@ EXAMPLES = r'''
     ssh_id: "{{ vault_source_ssh_key }}"
     ssh_id_pass: "{{ vault_source_ssh_key_passphrase }}"
   when: vault_source_ssh_key is defined
+
+- name: Manage a fleet's migrations in one task; the shared options are given once
+  wpcloud.hosting.migration:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    remote_host: source.example.net
+    remote_user: www
+    migrations:
+      - site: "{{ wpcloud_example_site | default('dest2.example') }}"
+        remote_docroot: /home/www/public_html
+  register: fleet
+
+- name: Show each site's migration
+  ansible.builtin.debug:
+    msg: "site {{ item.site }}: migration {{ item.migration_id }} ({{ item.operation }})"
+  loop: "{{ fleet.results }}"
+  loop_control:
+    label: "{{ item.site }}"
 '''
 
 RETURN = r'''
 migration_id:
   description: The migration's ID; keep it with the destination site. Null in check mode before creation.
-  returned: success
+  returned: success, without migrations (with migrations, in each item of results)
   type: int
   sample: 42
 site_id:
   description: The destination site's ID as the service reports it.
-  returned: success
+  returned: success, without migrations (with migrations, in each item of results)
   type: int
   sample: 1002
 state:
   description: The migration's state, for example V(new), V(preflight-succeeded), V(migration-succeeded).
-  returned: success
+  returned: success, without migrations (with migrations, in each item of results)
   type: str
   sample: new
 operation:
   description: What the module did or would do.
-  returned: always
+  returned: always, without migrations (with migrations, in each item of results)
   type: str
   choices: [none, create, update]
   sample: create
 updated_fields:
   description: The service's names of the fields sent in an update (credentials by name only).
-  returned: always
+  returned: always, without migrations (with migrations, in each item of results)
   type: list
   elements: str
   sample: [remote-docroot]
@@ -168,7 +265,7 @@ ssh_id_fingerprint:
   sample: SHA256:2mRkVJqk2mC2bYq3v0p3Y2VdZf2e4yA4nL0m0JmQ3sU
 record:
   description: The migration record as the service returns it, with every credential field redacted.
-  returned: success
+  returned: success, without migrations (with migrations, in each item of results)
   type: dict
   sample: {"atomic_site_migration_id": "42", "state": "new", "args": {"remote-host": "source.example.net"}}
 failure:
@@ -176,6 +273,35 @@ failure:
   returned: on API failure
   type: dict
   sample: {"status": 409, "operation": "migration.update", "message": "Migration 42 is actively running"}
+results:
+  description:
+    - With O(migrations), one result per element, in the order of O(migrations).
+    - Each holds the keys a single migration returns, plus RV(results[].failed) and, for a failed element,
+      RV(results[].msg). Credentials are never returned.
+  returned: when migrations is given
+  type: list
+  elements: dict
+  contains:
+    site:
+      description: The element's site, when it gave one.
+      type: str
+      returned: when the element gives a site
+      sample: "1002"
+    failed:
+      description: Whether this migration failed.
+      type: bool
+      sample: false
+    msg:
+      description: Why this migration failed.
+      type: str
+      returned: when the migration failed
+      sample: "remote_host is required to create a migration for site 1003."
+  sample: [{"site": "1002", "migration_id": 42, "operation": "create", "changed": true, "failed": false}]
+failed_count:
+  description: With O(migrations), how many migrations failed. The task fails when it is not 0.
+  returned: when migrations is given
+  type: int
+  sample: 0
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with

@@ -17,14 +17,26 @@ description:
     says what to change (C(auth_failed), C(docroot_missing), C(wp_cli_missing), C(rsync_missing) or
     C(unknown)), the ticket's messages and a hint.
   - Run it again after every update of the migration.
+  - With O(migration_ids), one task tests a whole fleet. Every preflight is started first (16 at a time on one
+    connection), then all tickets are waited on at once, so O(wait_timeout) is shared and the task takes
+    about as long as the slowest preflight. One failed preflight does not stop the others; the task fails
+    afterwards and names each, and each failed item of RV(results) carries its diagnosis.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   migration_id:
     description:
       - The migration to test.
+      - Exactly one of O(migration_id) and O(migration_ids) is required.
     type: int
-    required: true
+  migration_ids:
+    description:
+      - Many migrations to test in one task. Results come back in RV(results), one per migration in the same
+        order. An empty list starts nothing.
+      - A migration listed twice is refused before any call.
+      - Mutually exclusive with O(migration_id).
+    type: list
+    elements: int
   messages:
     description:
       - When to fetch the ticket's messages (the full form of the ticket).
@@ -65,22 +77,40 @@ EXAMPLES = r'''
   ansible.builtin.debug:
     msg: "{{ preflight.diagnosis.code }}: {{ preflight.diagnosis.hint }}"
   when: preflight is failed and preflight.diagnosis is defined
+
+- name: Preflight a whole fleet in one task; one failure does not stop the others
+  wpcloud.hosting.migration_preflight:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_ids:
+      - "{{ wpcloud_example_migration_id | default(42) }}"
+    wait_timeout: 600
+  register: fleet
+  ignore_errors: true
+
+- name: Say what to fix, migration by migration
+  ansible.builtin.debug:
+    msg: "{{ item.migration_id }}: {{ item.diagnosis.code | default('ok') }} {{ item.diagnosis.hint | default('') }}"
+  loop: "{{ fleet.results }}"
+  loop_control:
+    label: "{{ item.migration_id }}"
 '''
 
 RETURN = r'''
 migration_id:
   description: The migration tested.
-  returned: always
+  returned: always, with migration_id (with migration_ids, in each item of results)
   type: int
   sample: 42
 ticket_id:
   description: The new response ticket.
-  returned: success
+  returned: success, with migration_id (with migration_ids, in each item of results)
   type: str
   sample: 697101d62363a84200817088867.243054b9b46e78e7.1
 ticket:
   description: What the wait saw of the ticket.
-  returned: when wait is true
+  returned: when wait is true, with migration_id (with migration_ids, in each item of results)
   type: dict
   contains:
     ticket_id:
@@ -110,7 +140,7 @@ ticket:
       sample: ["Connecting to www@source.example.net:22", "Preflight succeeded"]
 diagnosis:
   description: Why the preflight failed and what to change.
-  returned: when the preflight failed
+  returned: when the preflight failed, with migration_id (with migration_ids, in each failed item of results)
   type: dict
   contains:
     code:
@@ -130,6 +160,30 @@ diagnosis:
       type: list
       elements: str
       sample: ["Permission denied (publickey,password)."]
+results:
+  description:
+    - With O(migration_ids), one result per migration, in the order of O(migration_ids).
+    - Each holds the keys a single O(migration_id) returns, plus RV(results[].failed) and, for a failed
+      preflight, RV(results[].msg).
+  returned: when migration_ids is given
+  type: list
+  elements: dict
+  contains:
+    failed:
+      description: Whether this preflight failed, could not start or did not finish in time.
+      type: bool
+      sample: true
+    msg:
+      description: Why this preflight failed.
+      type: str
+      returned: when the preflight failed
+      sample: "The preflight failed (auth_failed): Add the returned ssh_id_pub to ~/.ssh/authorized_keys ..."
+  sample: [{"migration_id": 42, "ticket_id": "697101d6.1", "ticket_state": "success", "failed": false}]
+failed_count:
+  description: With O(migration_ids), how many preflights failed. The task fails when it is not 0.
+  returned: when migration_ids is given
+  type: int
+  sample: 0
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with

@@ -20,14 +20,27 @@ description:
     O(require_preflight=false) skips the rule, for experts.
   - When a run is already active, no second run is started; the task reports RV(already_running).
   - After a success or a failure, update, preflight and ready again to refresh the destination.
+  - With O(migration_ids), one task starts the runs of a whole fleet. Every run is started first (16 at a time
+    on one connection), then all of them are waited on at once, so O(wait_timeout) is shared and the task
+    takes about as long as the slowest run. A run that was already active is followed by the migration's
+    state, as its ticket is not known. One failed run does not stop the others; the task fails afterwards
+    and names each.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   migration_id:
     description:
       - The migration to start.
+      - Exactly one of O(migration_id) and O(migration_ids) is required.
     type: int
-    required: true
+  migration_ids:
+    description:
+      - Many migrations to start in one task. Results come back in RV(results), one per migration in the same
+        order. An empty list starts nothing.
+      - A migration listed twice is refused before any call, so that no run is started twice.
+      - Mutually exclusive with O(migration_id).
+    type: list
+    elements: int
   require_preflight:
     description:
       - Refuse to start unless the latest preflight succeeded after the last change. Turn off only if you
@@ -69,27 +82,45 @@ EXAMPLES = r'''
     wait_timeout: 7200
   register: run
   ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+
+- name: Preflight a fleet again before refreshing it (a run needs a preflight since the last change)
+  wpcloud.hosting.migration_preflight:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_ids:
+      - "{{ wpcloud_example_migration_id | default(42) }}"
+
+- name: Start the fleet's runs in one task and wait for all of them
+  wpcloud.hosting.migration_ready:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    migration_ids:
+      - "{{ wpcloud_example_migration_id | default(42) }}"
+    wait_timeout: 7200
+  register: fleet
 '''
 
 RETURN = r'''
 migration_id:
   description: The migration.
-  returned: always
+  returned: always, with migration_id (with migration_ids, in each item of results)
   type: int
   sample: 42
 state_before:
   description: The migration's state before the call.
-  returned: success
+  returned: success, with migration_id (with migration_ids, in each item of results)
   type: str
   sample: preflight-succeeded
 ticket_id:
   description: The run's response ticket; null when no run was started.
-  returned: success
+  returned: success, with migration_id (with migration_ids, in each item of results)
   type: str
   sample: 697101d62363a84200817088867.243054b9b46e78e7.2
 already_running:
   description: True when a run was already active and none was started.
-  returned: when a run was active
+  returned: when a run was active, with migration_id (with migration_ids, in each item of results)
   type: bool
   sample: true
 ticket:
@@ -102,6 +133,35 @@ diagnosis:
   returned: when the run failed
   type: dict
   sample: {"code": "unknown", "hint": "Read the ticket messages.", "messages": ["rsync error"]}
+results:
+  description:
+    - With O(migration_ids), one result per migration, in the order of O(migration_ids).
+    - Each holds the keys a single O(migration_id) returns, plus RV(results[].failed) and, for a failed run,
+      RV(results[].msg).
+  returned: when migration_ids is given
+  type: list
+  elements: dict
+  contains:
+    state:
+      description: With O(wait), the final state of a run that was already active, followed by the migration's state.
+      type: str
+      returned: when a run was already active and wait is true
+      sample: migration-succeeded
+    failed:
+      description: Whether this run failed, could not start or did not finish in time.
+      type: bool
+      sample: false
+    msg:
+      description: Why this run failed.
+      type: str
+      returned: when the run failed
+      sample: "migration 42 cannot start: its latest preflight has not succeeded since the last change ..."
+  sample: [{"migration_id": 42, "state_before": "preflight-succeeded", "ticket_id": "697101d6.2", "failed": false}]
+failed_count:
+  description: With O(migration_ids), how many runs failed. The task fails when it is not 0.
+  returned: when migration_ids is given
+  type: int
+  sample: 0
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with

@@ -16,17 +16,28 @@ description:
     and database. The module refuses to run unless O(confirm_overwrite=true).
   - Reads C(allow_site_migration) first. When it is already enabled, or already holds a migration ID,
     nothing is sent and C(changed) is false.
+  - With O(sites) instead of O(site), one task handles a whole fleet. The sites are handled at the same time
+    (16 at once) on one connection, so the task takes about as long as the slowest site. One failed site
+    does not stop the others; the task fails afterwards and names each failed site.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
   site:
     description:
       - The destination site, by numeric site ID or by domain name.
+      - Exactly one of O(site) and O(sites) is required.
     type: str
-    required: true
+  sites:
+    description:
+      - Many destination sites, each by numeric site ID or by domain name. Each is handled as O(site) would be.
+      - Results come back in RV(results), one per site in the same order. An empty list changes nothing.
+      - Mutually exclusive with O(site).
+    type: list
+    elements: str
   confirm_overwrite:
     description:
-      - Must be V(true). Confirms that migrations into O(site) will replace its files and database.
+      - Must be V(true). Confirms that migrations into O(site), or into every site of O(sites), will replace
+        their files and database.
     type: bool
     default: false
 extends_documentation_fragment:
@@ -37,7 +48,7 @@ attributes:
     description: Predicts C(changed) without writing.
     support: full
   diff_mode:
-    description: Shows whether C(allow_site_migration) goes from disabled to enabled.
+    description: Shows whether C(allow_site_migration) goes from disabled to enabled; with O(sites), one diff per site.
     support: full
   idempotent:
     description: A second run makes no call that writes.
@@ -59,22 +70,36 @@ EXAMPLES = r'''
 - name: Show whether a migration is attached already
   ansible.builtin.debug:
     msg: "ready={{ allow.ready }} migration={{ allow.migration_id }}"
+
+- name: Accept migrations into a whole fleet in one task
+  wpcloud.hosting.site_allow_migration:
+    api_url: "{{ wpcloud_api_url }}"
+    api_key: "{{ wpcloud_api_key }}"
+    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
+    sites:
+      - "{{ wpcloud_example_site | default('dest1.example') }}"
+    confirm_overwrite: true
+  register: fleet
+
+- name: Show which sites accept a new migration
+  ansible.builtin.debug:
+    msg: "{{ fleet.results | items2dict(key_name='site', value_name='ready') }}"
 '''
 
 RETURN = r'''
 site:
   description: The site as addressed.
-  returned: always
+  returned: when site is given
   type: str
   sample: "1001"
 ready:
   description: Whether the site accepts a new migration (enabled and no migration attached).
-  returned: success
+  returned: success, when site is given (with sites, in each item of results)
   type: bool
   sample: true
 migration_id:
   description: The migration attached to the site, when there is one.
-  returned: success
+  returned: success, when site is given (with sites, in each item of results)
   type: int
   sample: 42
 failure:
@@ -82,6 +107,30 @@ failure:
   returned: on API failure
   type: dict
   sample: {"status": 404, "operation": "site_meta.get", "message": "Site not found"}
+results:
+  description:
+    - With O(sites), one result per site, in the order of O(sites).
+    - Each holds the keys a single O(site) returns, plus RV(results[].failed) and, for a failed site,
+      RV(results[].msg).
+  returned: when sites is given
+  type: list
+  elements: dict
+  contains:
+    failed:
+      description: Whether this site failed.
+      type: bool
+      sample: false
+    msg:
+      description: Why this site failed.
+      type: str
+      returned: when the site failed
+      sample: "site 999999 was not found (HTTP 404): check the site ID or domain."
+  sample: [{"site": "1001", "ready": true, "migration_id": null, "changed": true, "failed": false}]
+failed_count:
+  description: With O(sites), how many sites failed. The task fails when it is not 0.
+  returned: when sites is given
+  type: int
+  sample: 0
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
