@@ -98,7 +98,8 @@ INFO_ARGUMENT_SPEC = dict(
     sites=dict(type="list", elements="str"),
     migration_id=dict(type="int"),
 )
-INFO_MUTUALLY_EXCLUSIVE = [("site", "sites", "migration_id")]
+# site and migration_id together stay allowed (resolve_migration checks that they match).
+INFO_MUTUALLY_EXCLUSIVE = [("sites", "site"), ("sites", "migration_id")]
 INFO_REQUIRED_ONE_OF = [("site", "migration_id", "sites")]
 
 
