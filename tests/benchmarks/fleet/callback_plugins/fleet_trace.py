@@ -67,5 +67,8 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._record(result, "failed")
 
+    def v2_runner_on_skipped(self, result):
+        self._record(result, "skipped")
+
     def v2_playbook_on_stats(self, stats):
         self._out.flush()
