@@ -211,7 +211,8 @@ def migration_id_of(record, fallback=None):
 
 def resolve_migration(client, params):
     """(migration_id, record) from migration_id, or from the site's allow_site_migration; (None, None)."""
-    site = validate_site(params["site"]) if params.get("site") else None
+    # An empty site is refused, never read as "no site" (that would call the API for site "None").
+    site = validate_site(params["site"]) if params.get("site") is not None else None
     if params.get("migration_id") is not None:
         if params["migration_id"] <= 0:
             raise ModuleFailure("migration_id must be a positive integer.")
