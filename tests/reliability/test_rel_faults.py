@@ -198,16 +198,24 @@ def test_fleet_of_100_sites_converges_under_faults(fleet_emu, canaries, rel_dir)
 def lost_tickets(state, runs):
     """Tickets neither waited on to their end, nor superseded, nor followed through the migration."""
     waited, followed = set(), set()
+
+    def note(result, record):
+        # response_ticket_wait (tickets), a waited start (ticket), and the items of a list form (results)
+        tickets = list(result.get("tickets") or []) + ([result["ticket"]] if isinstance(result.get("ticket"), dict) else [])
+        for ticket in tickets:
+            if ticket.get("state") in ("success", "failure"):
+                waited.add(ticket["ticket_id"])
+        if "Read the migrations" in record["task"]["name"] and result.get("migration_id"):
+            followed.add((int(result["migration_id"]), result.get("state"), record["time"]))
+        if result.get("already_running") and result.get("state") in ("migration-succeeded", "migration-failed"):
+            followed.add((int(result["migration_id"]), result["state"], record["time"]))
+        for item in result.get("results") or []:
+            if isinstance(item, dict):
+                note(item, record)
+
     for run in runs:
         for record in run.results():
-            result = record.get("result") or {}
-            for ticket in result.get("tickets") or []:
-                if ticket.get("state") in ("success", "failure"):
-                    waited.add(ticket["ticket_id"])
-            if "Read the site's migration" in record["task"]["name"] and result.get("migration_id"):
-                followed.add((int(result["migration_id"]), result.get("state"), record["time"]))
-            if result.get("already_running") and result.get("state") in ("migration-succeeded", "migration-failed"):
-                followed.add((int(result["migration_id"]), result["state"], record["time"]))
+            note(record.get("result") or {}, record)
     by_migration = collections.defaultdict(list)
     for tid, ticket in state["tickets"].items():
         by_migration[ticket["migration_id"]].append(ticket)
