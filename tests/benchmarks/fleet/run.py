@@ -22,6 +22,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -82,6 +83,9 @@ class Fleet:
     def __init__(self, workdir, n, args):
         self.dir, self.n, self.args = workdir, n, args
         os.makedirs(workdir, exist_ok=True)
+        # A reused work directory must not hand the fresh emulator the migration IDs of an old one.
+        for stale in ("state", "reports"):
+            shutil.rmtree(os.path.join(workdir, stale), ignore_errors=True)
         self.emu = launcher.start_emulator(os.path.join(workdir, "emulator"),
                                            extra_args=["--accept-delay", str(args.accept_delay),
                                                        "--log-level", "WARNING"])
@@ -384,9 +388,11 @@ def profile(args, workroot):
     fleet = Fleet(os.path.join(workroot, "n%d-profile" % n), n, args)
     raw = os.path.join(workroot, "profile-n%d.txt" % n)
     try:
-        log("N=%d collection under py-spy (--subprocesses, %d Hz)" % (n, args.profile_rate))
+        # --gil: only the thread that holds the GIL, i.e. Python on the CPU. Without it the modules'
+        # waiting threads (16 per list task, blocked in SSL reads) pass py-spy's idle filter.
+        log("N=%d collection under py-spy (--subprocesses --gil, %d Hz)" % (n, args.profile_rate))
         run = fleet.play("profile", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
-                         wrap=[pyspy, "record", "--subprocesses", "--rate", str(args.profile_rate),
+                         wrap=[pyspy, "record", "--subprocesses", "--gil", "--rate", str(args.profile_rate),
                                "--format", "raw", "--output", raw, "--"])
     finally:
         fleet.stop()
@@ -500,15 +506,11 @@ def main(argv=None):
     parser.add_argument("--profile", type=int, metavar="N",
                         help="instead of the benchmark: run the collection at N under py-spy and summarize")
     parser.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second (default 200)")
-    parser.add_argument("--nodelay", action="store_true",
-                        help="experiment: TCP_NODELAY on the emulator's connections (it answers in two writes)")
     parser.add_argument("--collection", default=ROOT,
                         help="collection root to benchmark (default: this checkout; e.g. a patched copy)")
     parser.add_argument("--report", metavar="RESULTS_JSON", help="only render (and with --docs, write) a results.json")
     args = parser.parse_args(argv)
     args.collection = os.path.abspath(args.collection)
-    if args.nodelay:
-        os.environ["FLEET_EMULATOR_NODELAY"] = "1"   # inherited by the emulator (traced_emulator.py)
     if args.rerun_sizes is None:
         args.rerun_sizes = args.sizes
     workroot = os.path.abspath(args.workdir or os.path.join(HERE, "work", time.strftime("%Y%m%dT%H%M%S")))

@@ -54,20 +54,4 @@ service.Service._work = _traced_work
 if __name__ == "__main__":
     _path = os.path.join(os.path.abspath(_workdir(sys.argv[1:])), "ticket-completions.jsonl")
     import server  # noqa: E402  (tests/emulator/server.py; its own "import service" gets the patched module)
-    if os.environ.get("FLEET_EMULATOR_NODELAY") == "1":
-        # Experiment only (run.py --nodelay): TCP_NODELAY on every accepted connection. The emulator writes
-        # the response headers and the body in two TLS records; with Nagle on, the second waits for the
-        # client's delayed ACK (~40 ms on Linux) on every response.
-        import socket
-
-        _setup = server.Handler.setup
-
-        def _nodelay_setup(self):
-            try:
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
-            _setup(self)
-
-        server.Handler.setup = _nodelay_setup
     sys.exit(server.main(sys.argv[1:]))
