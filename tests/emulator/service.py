@@ -278,6 +278,9 @@ class Service:
                 "storage": self.storage(site["id"]), "created": site["created"]}
 
     def hook_add_site(self, body):
+        """One site ({"id", "domain", "allow_migration", "provisioned"}), or many: {"sites": [...]}."""
+        if isinstance(body.get("sites"), list):
+            return {"sites": [self.hook_add_site(site if isinstance(site, dict) else {}) for site in body["sites"]]}
         site_id, domain = body.get("id"), body.get("domain")
         if isinstance(site_id, bool) or not isinstance(site_id, int) or site_id <= 0:
             raise ApiError(400, "id must be a positive integer")
