@@ -18,12 +18,15 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleFailure,
     api_failure,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
+    MIN_KEY_DISTINCT,
+    MIN_KEY_LENGTH,
+    key_is_strong,
+)
 
 # Keys the service never returns once set.
 WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])
-MIN_SECRET_LENGTH = 32
 MAX_URL_LENGTH = 2048
-MIN_SECRET_DISTINCT = 10
 SECRET_HINT = ("Generate one with: openssl rand -hex 32   (or: python3 -c 'import secrets; "
                "print(secrets.token_hex(32))'), store it with ansible-vault, and pass it in secret_value.")
 
@@ -68,11 +71,11 @@ def validate_webhook_url(url):
 
 
 def validate_secret(secret):
-    if len(secret) < MIN_SECRET_LENGTH or len(set(secret)) < MIN_SECRET_DISTINCT or secret != secret.strip():
+    if not key_is_strong(secret):
         raise ModuleFailure(
             "secret_value is too weak for webhook_hmac_key: it must be a strong random value of at least "
             "%d characters (with at least %d distinct characters and no surrounding spaces). %s"
-            % (MIN_SECRET_LENGTH, MIN_SECRET_DISTINCT, SECRET_HINT))
+            % (MIN_KEY_LENGTH, MIN_KEY_DISTINCT, SECRET_HINT))
 
 
 def _validate(params, ctx):

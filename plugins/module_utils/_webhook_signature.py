@@ -116,6 +116,18 @@ def delivery_id_for(timestamp, salt):
     return "sig-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+# What makes a webhook_hmac_key strong enough: client_meta refuses to set a weaker one, and the event
+# source refuses to verify with one (a short key can be guessed offline from one signed delivery).
+MIN_KEY_LENGTH = 32
+MIN_KEY_DISTINCT = 10
+
+
+def key_is_strong(key):
+    """True for a key of at least MIN_KEY_LENGTH characters, MIN_KEY_DISTINCT distinct ones, no
+    surrounding spaces."""
+    return len(key) >= MIN_KEY_LENGTH and len(set(key)) >= MIN_KEY_DISTINCT and key == key.strip()
+
+
 def normalize_keys(hmac_keys):
     """Return the active keys as a list of bytes (order kept: index 0 is the first key).
 

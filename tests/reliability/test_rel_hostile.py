@@ -578,12 +578,6 @@ F_SOURCE_FILES = (
     "[Errno 17] File exists: PATH') without naming certfile, keyfile or spool_dir. "
     "extensions/eda/plugins/event_source/webhook.py _ssl_context() and main() (os.makedirs). Fix: catch "
     "OSError/ssl.SSLError there and raise ValueError('certfile /x: cannot load: ...') etc.")
-F_SOURCE_WEAK_KEY = (
-    "FINDING: the event source accepts any hmac_secret, even one character, while client_meta refuses a "
-    "webhook_hmac_key shorter than 32 characters or with fewer than 10 distinct characters. "
-    "extensions/eda/plugins/event_source/webhook.py _keys_from_args(). Fix: refuse (or at least warn "
-    "about) keys that client_meta would refuse, naming hmac_secret.")
-
 SOURCE_CASES = [
     C("es-port-missing", "source", {"port": None}, ["port"]),
     C("es-port-zero", "source", {"port": 0}, ["port", "1"]),
@@ -592,7 +586,9 @@ SOURCE_CASES = [
     C("es-port-type", "source", {"port": "https"}, ["port", "integer"]),
     C("es-no-key", "source", {"hmac_secret": None}, ["hmac_secret", "allow_unsigned"]),
     C("es-blank-keys", "source", {"hmac_secret": " , "}, ["hmac_secret", "allow_unsigned"]),
-    C("es-weak-key", "source", {"hmac_secret": "k"}, ["hmac_secret", "32"], finding=F_SOURCE_WEAK_KEY),
+    C("es-weak-key", "source", {"hmac_secret": "k"}, ["hmac_secret", "32"]),
+    C("es-weak-second-key", "source", {"hmac_secret": "0123456789abcdef0123456789abcdef-hostile,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+      ["hmac_secret", "key 2 of 2", "distinct"]),
     C("es-no-certfile", "source", {"certfile": None, "keyfile": None}, ["certfile", "https"]),
     C("es-certfile-missing", "source", {"certfile": "/nonexistent/cert.pem"}, ["certfile"]),
     C("es-keyfile-wrong", "source", {"keyfile": "{{ other_key }}"}, ["keyfile"]),

@@ -16,7 +16,7 @@ from webhooks import build_body  # noqa: E402  (tests/emulator on sys.path)
 
 aiohttp = pytest.importorskip("aiohttp")
 
-KEY = "crash-test-key-4c1d8e2f9a7b3c6d"
+KEY = "crash-test-key-4c1d8e2f9a7b3c6d5e4f"
 TOTAL = 2000          # bounded load
 CONCURRENCY = 16
 KILL_AFTER = 500      # acknowledged events before the SIGKILL

@@ -18,7 +18,7 @@ aiohttp = pytest.importorskip("aiohttp")
 from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
 
 KEY = "source-test-key-0123456789abcdef"
-OLD_KEY = "source-test-old-key-fedcba9876"
+OLD_KEY = "source-test-old-key-fedcba9876543210"
 
 
 @pytest.fixture(scope="module")

@@ -79,6 +79,10 @@ options:
       - The client account's C(webhook_hmac_key). A list, or a comma-separated string, gives
         several active keys during a rotation; the matching position is in
         C(meta.signature.key_index). Entries are stripped of surrounding blanks.
+      - Every key must be strong, as M(wpcloud.hosting.client_meta) requires of a C(webhook_hmac_key):
+        at least 32 characters, 10 of them distinct. The source refuses to start with a weaker one
+        (a short key can be guessed offline from one signed delivery); a changed O(hmac_secret_file)
+        with one is ignored with a warning.
       - When not set or blank, the environment variable C(WPCLOUD_WEBHOOK_HMAC_KEYS) (or
         C(WPCLOUD_WEBHOOK_HMAC_KEY)) is read, so the key need not appear in the rulebook.
     type: list
@@ -228,6 +232,20 @@ def _keys_from_file(path: str) -> list[str]:
     with open(path, encoding="utf-8") as handle:
         lines = [line.strip() for line in handle]
     return [line for line in lines if line and not line.startswith("#")]
+
+
+_KEY_RULE = ("A webhook_hmac_key must have at least %d characters, %d of them distinct, and no surrounding "
+             "spaces, as wpcloud.hosting.client_meta requires when it sets one. Generate one with: "
+             "openssl rand -hex 32" % (sig.MIN_KEY_LENGTH, sig.MIN_KEY_DISTINCT))
+
+
+def _weak_keys(keys: list[str]) -> str:
+    """Names the weak keys by position (never by value), or '' when all are strong."""
+    weak = [str(index + 1) for index, key in enumerate(keys) if not sig.key_is_strong(key)]
+    if not weak:
+        return ""
+    return "key %s of %d is" % (weak[0], len(keys)) if len(weak) == 1 else \
+        "keys %s of %d are" % (", ".join(weak), len(keys))
 
 
 def _keys_from_args(args: dict[str, Any]) -> list[str]:
@@ -495,6 +513,11 @@ class Receiver:
             return
         if not keys:
             logger.warning("wpcloud.hosting.webhook: keeping the current keys; hmac_secret_file is empty")
+            return
+        weak = _weak_keys(keys)
+        if weak:
+            logger.warning("wpcloud.hosting.webhook: keeping the current keys; in hmac_secret_file %s too weak. %s",
+                           weak, _KEY_RULE)
             return
         self.keys, self._keys_mtime = keys, mtime
         self.verified_by_key = [0] * len(keys)
@@ -963,6 +986,10 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     if not keys and not _bool(args.get("allow_unsigned", False)):
         raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
                          "set allow_unsigned: true to accept unsigned deliveries")
+    weak = _weak_keys(keys)
+    if weak:
+        raise ValueError("hmac_secret (or hmac_secret_file, WPCLOUD_WEBHOOK_HMAC_KEYS): %s too weak. %s"
+                         % (weak, _KEY_RULE))
     if _ssl_context(args) is None:
         logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
     spool_dir = os.path.abspath(args.get("spool_dir") or _default_spool_dir(args["port"]))
