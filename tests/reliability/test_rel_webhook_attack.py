@@ -313,17 +313,6 @@ def test_receiver_keeps_serving_while_attacked(under_attack):
     assert p95 < 2.0 and worst < 5.0, rs.SUMMARY["attack_latency_ms"]
 
 
-F_SLOWLORIS = (
-    "FINDING: the receiver never disconnects slow clients: a client that sends its headers or its body one "
-    "byte per second, or opens TCP and never starts TLS, keeps its connection for at least %ds (aiohttp has "
-    "no header/body read timeout; asyncio's TLS handshake timeout is 60 s), so an attacker can hold an "
-    "unbounded number of sockets and file descriptors. extensions/eda/plugins/event_source/webhook.py "
-    "_receiver_main(): web.AppRunner/TCPSite without limits. Fix: a per-connection deadline for the request "
-    "(e.g. 10 s for headers and body: asyncio.wait_for around request.read() plus a middleware or "
-    "handler_args read timeout), ssl_handshake_timeout=10 on TCPSite, and a cap on open connections." % SLOW_BOUND)
-
-
-@pytest.mark.xfail(strict=True, reason=F_SLOWLORIS)
 def test_slow_clients_are_disconnected_within_the_bound(under_attack):
     slow = under_attack["slow"]
     held = slow.opened - len(under_attack["closed_within"])

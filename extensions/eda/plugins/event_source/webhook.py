@@ -37,6 +37,9 @@ description:
     C(verified_by_key), the deliveries stored per matching key position (used to check a key rotation).
   - Bodies larger than O(max_body_size) get 413, malformed JSON 400, a content type other than
     O(content_types) 415.
+  - Slow or idle clients are disconnected, 10 seconds each for the TLS handshake, a request's headers
+    (also between two requests of a connection) and its body (408); at most 512 connections are
+    served at once, more are closed when accepted.
   - Option names follow C(eda.builtin.webhook) where they mean the same (host, port, token,
     certfile, keyfile, password, cafile, capath, hmac_secret).
 options:
@@ -196,6 +199,12 @@ ENV_KEYS = ("WPCLOUD_WEBHOOK_HMAC_KEYS", "WPCLOUD_WEBHOOK_HMAC_KEY")
 ENV_SPOOL = "WPCLOUD_WEBHOOK_SPOOL_DIR"
 _HIDDEN_HEADER = re.compile(r"auth|cookie|token|secret|signature|api-key|apikey|hmac|password", re.I)
 _UNSIGNED_PREFIX = "body-"
+# Bounds against slow or idle clients (slowloris): the TLS handshake, a request's headers (and the
+# idle time between two requests of a connection) and its body each get this many seconds. A valid
+# delivery is a small JSON body sent at once; the service retries a delivery that failed.
+REQUEST_DEADLINE = 10.0
+# Connections served at once; more are closed as soon as they are accepted.
+MAX_CONNECTIONS = 512
 
 
 def _load_signature_module():
@@ -559,9 +568,13 @@ class Receiver:
         if not self._content_type_ok(request):
             return self._reject(415, "content type must be application/json")
         try:
-            body = await request.read()
+            body = await asyncio.wait_for(request.read(), REQUEST_DEADLINE)
         except web.HTTPRequestEntityTooLarge:
             return self._reject(413, "body too large")
+        except asyncio.TimeoutError:
+            response = self._reject(408, "request body not received within %gs" % REQUEST_DEADLINE)
+            response.force_close()
+            return response
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -697,6 +710,31 @@ def _die_with_parent() -> None:
         pass
 
 
+class _Refused(asyncio.Protocol):
+    """What a connection over MAX_CONNECTIONS gets: closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
+
+
+class _BoundedSite(web.TCPSite):
+    """web.TCPSite with the bounds aiohttp leaves open: a TLS handshake deadline and a connection cap."""
+
+    __slots__ = ()
+
+    async def start(self) -> None:
+        await super(web.TCPSite, self).start()        # web.BaseSite: registers the site with the runner
+        server = self._runner.server
+
+        def protocol():
+            return _Refused() if len(server.connections) >= MAX_CONNECTIONS else server()
+
+        bounds = {"ssl_handshake_timeout": REQUEST_DEADLINE} if self._ssl_context else {}
+        self._server = await asyncio.get_running_loop().create_server(
+            protocol, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog, **bounds)
+        self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
+
+
 async def _receiver_main() -> int:
     """Entry point of the receiver process: config on the first stdin line, parent messages after."""
     ppid = os.getppid()
@@ -732,10 +770,12 @@ async def _receiver_main() -> int:
         app = web.Application(client_max_size=receiver.max_body)
         app.router.add_get("/healthz", receiver.healthz)
         app.router.add_post(r"/{endpoint:.*}", receiver.handle)
-        runner = web.AppRunner(app, access_log=None)
+        # keepalive_timeout: aiohttp closes a connection that has not sent a whole request's headers
+        # within it (from its start, or since its last response).
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=REQUEST_DEADLINE)
         await runner.setup()
-        site = web.TCPSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
-                           ssl_context=ssl_context, backlog=1024)
+        site = _BoundedSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
+                            ssl_context=ssl_context, backlog=1024)
         await site.start()
     except Exception as exc:  # pylint: disable=broad-except
         notify.line(b"E %s\n" % json.dumps(str(exc)).encode())
