@@ -100,10 +100,12 @@ build_tarball() {
 gate_lint() {
     (cd "$tree" && ansible-lint --profile production --nocolor -f pep8) >"$logs/lint.log" 2>&1
     local rc=$?
-    # pep8 format: one "path:line[:col]: rule: message" line per violation
-    grep -E '^[^ ]+:[0-9]+(:[0-9]+)?: ' "$logs/lint.log" >"$work/lint.findings"
+    # pep8 format: one "path:line[:col]: rule: message" line per violation. A path never starts with
+    # '<': "<unknown>:1: SyntaxWarning" is ansible-compat running ast.literal_eval over `ansible-config
+    # dump`, whose temporary directory name is random (digits then a keyword, e.g. ansible-local-31676in...).
+    grep -E '^[^ <][^ ]*:[0-9]+(:[0-9]+)?: ' "$logs/lint.log" >"$work/lint.findings"
     grep -E '^(Failed|Passed)' "$logs/lint.log" >>"$work/lint.findings"
-    [[ $rc -eq 0 ]] && ! grep -qE '^[^ ]+:[0-9]+(:[0-9]+)?: ' "$work/lint.findings"
+    [[ $rc -eq 0 ]] && ! grep -qE '^[^ <][^ ]*:[0-9]+(:[0-9]+)?: ' "$work/lint.findings"
 }
 
 gate_importer() {
