@@ -9,11 +9,10 @@ import os
 import runpy
 import ssl
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from playbooks import BIN, ansible_env
 from test_webhook_support import (SOURCE_FILE, Harness, delivery_id_of, free_port, ready, tls_files)
 
 aiohttp = pytest.importorskip("aiohttp")
@@ -361,9 +360,8 @@ def test_spool_rotation(plugin, tls, tmp_path):
 def test_documentation_renders_with_ansible_doc(tmp_path):
     """The galaxy-importer reads an event source's DOCUMENTATION with ansible-doc; sanity does not look
     at extensions/, so a YAML slip there (a line ending in ':') would otherwise first show at release."""
-    ansible_doc = Path(sys.executable).parent / "ansible-doc"
-    result = subprocess.run([str(ansible_doc), "-M", str(SOURCE_FILE.parent), "--json", "webhook"],
-                            capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_LOCAL_TEMP=str(tmp_path)))
+    result = subprocess.run([str(BIN / "ansible-doc"), "-M", str(SOURCE_FILE.parent), "--json", "webhook"],
+                            capture_output=True, text=True, check=False, env=ansible_env(tmp_path))
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)["webhook"]["doc"]
     for option in ("host", "port", "hmac_secret", "hmac_secret_file", "certfile"):

@@ -103,9 +103,10 @@ gate_lint() {
     # pep8 format: one "path:line[:col]: rule: message" line per violation. A path never starts with
     # '<': "<unknown>:1: SyntaxWarning" is ansible-compat running ast.literal_eval over `ansible-config
     # dump`, whose temporary directory name is random (digits then a keyword, e.g. ansible-local-31676in...).
-    grep -E '^[^ <][^ ]*:[0-9]+(:[0-9]+)?: ' "$logs/lint.log" >"$work/lint.findings"
+    local violation='^[^ <][^ ]*:[0-9]+(:[0-9]+)?: '
+    grep -E "$violation" "$logs/lint.log" >"$work/lint.findings"
     grep -E '^(Failed|Passed)' "$logs/lint.log" >>"$work/lint.findings"
-    [[ $rc -eq 0 ]] && ! grep -qE '^[^ <][^ ]*:[0-9]+(:[0-9]+)?: ' "$work/lint.findings"
+    [[ $rc -eq 0 ]] && ! grep -qE "$violation" "$work/lint.findings"
 }
 
 gate_importer() {

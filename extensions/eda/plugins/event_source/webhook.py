@@ -82,8 +82,8 @@ options:
       - The client account's C(webhook_hmac_key). A list, or a comma-separated string, gives
         several active keys during a rotation; the matching position is in
         C(meta.signature.key_index). Entries are stripped of surrounding blanks.
-      - Every key must be strong, as M(wpcloud.hosting.client_meta) requires of a C(webhook_hmac_key), that is
-        at least 32 characters, 10 of them distinct. The source refuses to start with a weaker one
+      - Every key must be strong, as M(wpcloud.hosting.client_meta) requires of a C(webhook_hmac_key),
+        that is at least 32 characters, 10 of them distinct. The source refuses to start with a weaker one
         (a short key can be guessed offline from one signed delivery); a changed O(hmac_secret_file)
         with one is ignored with a warning.
       - When not set or blank, the environment variable C(WPCLOUD_WEBHOOK_HMAC_KEYS) (or
