@@ -38,7 +38,9 @@ ARGUMENT_SPEC = dict(
     key=dict(type="str", required=True, no_log=False),
     value=dict(type="str"),
     secret_value=dict(type="str", no_log=True),
-    update_secret=dict(type="str", default="always", choices=["always", "on_create"]),
+    # on_create: a write-only secret cannot be compared, so the idempotent choice is to send it only when
+    # the key is not set; replacing it is a deliberate act (update_secret: always, once).
+    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
     state=dict(type="str", default="present", choices=["present", "absent"]),
 )
 MUTUALLY_EXCLUSIVE = [("value", "secret_value")]
@@ -147,6 +149,11 @@ def run(params, ctx):
         if key in WRITE_ONLY_KEYS:
             # The service cannot tell us the current value: the user's policy decides.
             send = not exists or params["update_secret"] == "always"
+            if not send:
+                ctx.warn("secret_value was given but not sent: %s is set already and cannot be read back to "
+                         "compare, and update_secret is on_create. If the key changed, run this task once with "
+                         "update_secret: always (to switch keys without losing deliveries, use the "
+                         "wpcloud.hosting.rotate_webhook_key playbook)." % key)
         else:
             send = not exists or current != desired
         if send:

@@ -44,6 +44,11 @@ MIN_POLL_INTERVAL = 1.0
 # task's one client: a fleet's calls then take about as long as its slowest call, not the sum.
 MAX_CONCURRENT_CALLS = 16
 
+# An option given as null (``migration_id: "{{ created.migration_id }}"`` after a check-mode create).
+# Accepted in check mode only, where it stands for what the earlier task would have returned.
+NULL_ID_MSG = ("%s is null: pass the ID of an existing migration. A null ID usually comes from an earlier task "
+               "that ran in check mode and only pretended to create it; outside check mode it is an error.")
+
 _DOMAIN_RE = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 

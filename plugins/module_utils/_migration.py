@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - reported when ssh_id is used
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
+    NULL_ID_MSG,
     ModuleFailure,
     api_failure,
     as_int_or_str,
@@ -54,19 +55,29 @@ SECRET_FIELDS = ("remote_pass", "ssh_id", "ssh_id_pass")
 SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
 REDACTED = "[redacted]"
 
+UNSENT_HINT = ("credentials cannot be read back to compare, and update_secret is on_create, so the service keeps "
+               "the ones it has. If they changed, run this task once with update_secret: always, then run "
+               "preflight again.")
+
 RUNNING_STATES = frozenset(["migration-running"])
 TERMINAL_RUN_STATES = frozenset(["migration-succeeded", "migration-failed"])
 PREFLIGHT_OK = "preflight-succeeded"
 
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
+# What a new migration gets for a field the user left out. Not argument-spec defaults: a spec default
+# cannot be told from a value the user gave, and an update sends only what the user gave (a default
+# sent on update would overwrite the stored value, e.g. remote-port 2022 with 22).
+CREATE_DEFAULTS = {"remote_port": 22}
+
 # One migration's options: the module's own, and each element of its list form ``migrations``.
+# No option that is sent to the service has a spec default (see CREATE_DEFAULTS).
 _MIGRATION_OPTIONS = dict(
     site=dict(type="str"),
     migration_id=dict(type="int"),
     remote_host=dict(type="str"),
     remote_user=dict(type="str"),
-    remote_port=dict(type="int", default=22),
+    remote_port=dict(type="int"),
     remote_pass=dict(type="str", no_log=True),
     remote_docroot=dict(type="str"),
     remote_domain=dict(type="str"),
@@ -213,6 +224,8 @@ def resolve_migration(client, params):
     """(migration_id, record) from migration_id, or from the site's allow_site_migration; (None, None)."""
     # An empty site is refused, never read as "no site" (that would call the API for site "None").
     site = validate_site(params["site"]) if params.get("site") is not None else None
+    if site is None and params.get("migration_id") is None:
+        raise ModuleFailure(NULL_ID_MSG % "migration_id (or site)")
     if params.get("migration_id") is not None:
         if params["migration_id"] <= 0:
             raise ModuleFailure("migration_id must be a positive integer.")
@@ -288,7 +301,7 @@ def _validate(params):
     if params.get("remote_user") is not None and not _USER_RE.match(params["remote_user"]):
         raise ModuleFailure("remote_user must be an SSH user name (letters, digits, '_', '.', '@' and '-', "
                             "at most 64 characters), got an invalid value.")
-    if not 1 <= params["remote_port"] <= 65535:
+    if params.get("remote_port") is not None and not 1 <= params["remote_port"] <= 65535:
         raise ModuleFailure("remote_port must be between 1 and 65535 (SSH usually listens on 22), got %d."
                             % params["remote_port"])
     docroot = params.get("remote_docroot")
@@ -314,14 +327,32 @@ def _validate(params):
     return None
 
 
-def _desired_plain(params):
+def _desired_plain(params, create=False):
+    """The readable fields the user gave, by the service's names, as typed (remote-port stays a number).
+
+    ``create`` adds CREATE_DEFAULTS for the fields left out; an update sends only what was given.
+    """
     wanted = {}
     for field in PLAIN_FIELDS:
         value = params.get(field)
+        if value is None and create:
+            value = CREATE_DEFAULTS.get(field)
         if value is None:
             continue
-        wanted[FIELD_NAMES[field]] = str(value)
+        wanted[FIELD_NAMES[field]] = value
     return wanted
+
+
+def _same(current, wanted):
+    """A stored field equals a wanted one: the service may return 2022 or "2022"."""
+    return current is not None and str(current) == str(wanted)
+
+
+def _shown(value, like):
+    """A stored value in the diff, typed like the wanted value (2022, never "2022", next to 22)."""
+    if isinstance(like, int) and not isinstance(like, bool):
+        return as_int_or_str(value)
+    return value
 
 
 def _secret_form(params):
@@ -331,18 +362,80 @@ def _secret_form(params):
 def run(params, ctx):
     if params.get("migrations") is not None:
         return _run_migrations(params, ctx)
+    result, note = _run_one(params, ctx)
+    if result.get("credentials_not_sent"):
+        ctx.warn(note or unsent_warning(result["credentials_not_sent"], [result["migration_id"]]))
+    return result
+
+
+def _null_target(params, ctx, fingerprint):
+    """site and migration_id both null: the ID of a migration an earlier task only pretended to create
+    (check mode), or a playbook error."""
+    if not ctx.check_mode:
+        raise ModuleFailure(NULL_ID_MSG % "migration_id (or site)")
+    given = sorted(FIELD_NAMES[f] for f in PLAIN_FIELDS + SECRET_FIELDS if params.get(f) is not None)
+    result = dict(changed=True, operation="update", migration_id=None, updated_fields=given,
+                  msg="check mode: migration_id is null, as an earlier task in check mode only pretended to "
+                      "create the migration; the fields given would be sent to it")
+    if fingerprint:
+        result["ssh_id_fingerprint"] = fingerprint
+    if ctx.diff:
+        result["diff"] = {"before": {}, "after": dict(_desired_plain(params), auth=auth_method(
+            params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass")))}
+    return result
+
+
+def _unsent(params, migration_id, recorded, fingerprint):
+    """(credential options given but not sent under update_secret=on_create, warning for a known change).
+
+    Credentials cannot be read back, so a given one may have changed, except an ssh_id whose fingerprint
+    is the one the state file recorded when it was last sent: then the module can tell (same key: nothing
+    to say; another key: the warning says so).
+    """
+    given = [f for f in SECRET_FIELDS if params.get(f) is not None]
+    known = recorded.get("ssh_id_fingerprint") if recorded.get("migration_id") == migration_id else None
+    if not (fingerprint and known):
+        return given, None
+    if known == fingerprint:
+        return [], None
+    return given, ("ssh_id is not the key last sent to migration %s (fingerprint %s; last sent %s), and it was "
+                   "not sent because update_secret is on_create. Run this task once with update_secret: always "
+                   "to send it, then run preflight again." % (migration_id, fingerprint, known))
+
+
+def unsent_warning(fields, migration_ids):
+    """The warning for credentials given and not sent (update_secret=on_create) to these migrations."""
+    ids = ", ".join(str(m) for m in migration_ids[:10])
+    if len(migration_ids) > 10:
+        ids += " and %d more" % (len(migration_ids) - 10)
+    where = "migration %s" % ids if len(migration_ids) == 1 else "%d migrations (%s)" % (len(migration_ids), ids)
+    return "%s %s given but not sent to %s: %s" % ("/".join(fields), "was" if len(fields) == 1 else "were",
+                                                  where, UNSENT_HINT)
+
+
+def _record_fingerprint(params, recorded, migration_id, fingerprint):
+    """Keep the fingerprint of the key sent (None after a switch away from a key) in the state file."""
+    if params.get("state_file") and recorded.get("ssh_id_fingerprint") != fingerprint:
+        site = validate_site(params["site"]) if params.get("site") else recorded.get("site")
+        write_state_file(params["state_file"], site, migration_id, ssh_id_fingerprint=fingerprint)
+
+
+def _run_one(params, ctx):
+    """One migration: (result, warning or None)."""
     fingerprint = _validate(params)
-    client = ctx.client()
-    for field in SECRET_FIELDS:
-        client.add_secret(params.get(field))
     recorded = read_state_file(params.get("state_file"))
     if params.get("migration_id") is None and recorded.get("migration_id") is not None:
         params = dict(params, migration_id=int(recorded["migration_id"]))
+    if params.get("site") is None and params.get("migration_id") is None:
+        return _null_target(params, ctx, fingerprint), None
+    client = ctx.client()
+    for field in SECRET_FIELDS:
+        client.add_secret(params.get(field))
     migration_id, record = resolve_migration(client, params)
     if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
             and not ctx.check_mode:
-        write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site") else None,
-                         migration_id)
+        recorded = write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site")
+                                    else None, migration_id)
     desired_auth = auth_method(params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass"))
     creds_given = desired_auth != "generated"
     result = dict(changed=False, operation="none", updated_fields=[])
@@ -353,13 +446,13 @@ def run(params, ctx):
         for field in ("remote_host", "remote_user"):
             if params.get(field) is None:
                 raise ModuleFailure("%s is required to create a migration for site %s." % (field, params["site"]))
-        form = _desired_plain(params)
+        form = _desired_plain(params, create=True)
         form.update(_secret_form(params))
         result.update(changed=True, operation="create", migration_id=None, site=validate_site(params["site"]))
         if ctx.diff:
-            result["diff"] = {"before": {}, "after": dict(_desired_plain(params), auth=desired_auth)}
+            result["diff"] = {"before": {}, "after": dict(_desired_plain(params, create=True), auth=desired_auth)}
         if ctx.check_mode:
-            return result
+            return result, None
         try:
             resp = client.call("migration.create", params=form, site=result["site"])
         except WPCloudAPIError as exc:
@@ -372,38 +465,43 @@ def run(params, ctx):
                                 failure={"operation": "migration.create", "message": resp.message})
         if params.get("state_file"):
             # Recorded before anything else can fail, so that a re-run manages this migration.
-            write_state_file(params["state_file"], result["site"], migration_id)
+            write_state_file(params["state_file"], result["site"], migration_id, ssh_id_fingerprint=fingerprint)
         if data.get("ssh-id-pub"):
             result["ssh_id_pub"] = data["ssh-id-pub"]
         record = get_migration(client, migration_id, missing_ok=True) or {}
         result.update(public_record(record, migration_id))
         if "ssh_id_pub" not in result and record.get("ssh-id-pub"):
             result["ssh_id_pub"] = record["ssh-id-pub"]
-        return result
+        return result, None
 
-    # Existing migration: compare what can be read, send only differences.
+    # Existing migration: compare what can be read, send only the differences in what the user gave.
     current = record_args(record)
     wanted = _desired_plain(params)
-    if params.get("remote_port") == 22 and "remote-port" not in current:
-        wanted.pop("remote-port", None)  # the service's default; nothing to change
-    changes = dict((k, v) for k, v in wanted.items() if str(current.get(k, "")) != v or (
+    if wanted.get("remote-port") == CREATE_DEFAULTS["remote_port"] and "remote-port" not in current:
+        wanted.pop("remote-port")  # the service's default; nothing to change
+    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (
         k == "remote-domain" and k not in current))
     current_auth = record.get("auth")
+    note = None
     if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
         changes.update(_secret_form(params))
+    elif creds_given:
+        unsent, note = _unsent(params, migration_id, recorded, fingerprint)
+        if unsent:
+            result["credentials_not_sent"] = unsent
     result.update(public_record(record, migration_id))
     if record.get("ssh-id-pub"):
         result["ssh_id_pub"] = record["ssh-id-pub"]
     result["updated_fields"] = sorted(k for k in changes)
     if ctx.diff:
-        before = dict((k, current.get(k)) for k in changes if k not in SECRET_PARAMS)
+        before = dict((k, _shown(current.get(k), v)) for k, v in changes.items() if k not in SECRET_PARAMS)
         after = dict((k, v) for k, v in changes.items() if k not in SECRET_PARAMS)
         if any(k in SECRET_PARAMS for k in changes):
             before["auth"] = current_auth
             after["auth"] = "%s (credentials replaced)" % desired_auth
         result["diff"] = {"before": before, "after": after}
     if not changes:
-        return result
+        return result, note
     if record_state(record) in RUNNING_STATES:
         raise ModuleFailure("Migration %s is actively running, so the service refuses updates. Wait for the run "
                             "to finish (wpcloud.hosting.response_ticket_wait or migration_ready with wait), or "
@@ -411,7 +509,7 @@ def run(params, ctx):
                             migration_id=migration_id, state=record_state(record))
     result.update(changed=True, operation="update")
     if ctx.check_mode:
-        return result
+        return result, note
     try:
         client.call("migration.update", params=changes, migration_id=migration_id)
     except WPCloudAPIError as exc:
@@ -421,9 +519,11 @@ def run(params, ctx):
                                 "retried." % (migration_id, exc.api_message), failure=exc.to_dict(),
                                 migration_id=migration_id)
         raise api_failure(exc, "Updating migration %s" % migration_id)
+    if any(k in SECRET_PARAMS for k in changes):
+        _record_fingerprint(params, recorded, migration_id, fingerprint)
     record = get_migration(client, migration_id, missing_ok=True) or record
     result.update(public_record(record, migration_id))
-    return result
+    return result, note
 
 
 def run_info(params, ctx):
@@ -434,6 +534,10 @@ def run_info(params, ctx):
         for site, result in zip(params["sites"], results):
             result.setdefault("site", site)
         return list_result(results, "sites", lambda r: "site %s" % r["site"])
+    if params.get("site") is None and params.get("migration_id") is None and ctx.check_mode:
+        return dict(changed=False, exists=False, migration_id=None,
+                    msg="check mode: migration_id is null, as an earlier task in check mode only pretended to "
+                        "create the migration")
     client = ctx.client()
     migration_id, record = resolve_migration(client, params)
     if record is None:
@@ -489,9 +593,11 @@ def _run_migrations(params, ctx):
         for field in SECRET_FIELDS:
             client.add_secret(single.get(field))
 
+    notes = []
+
     def one(single):
         try:
-            result = run(single, ctx)
+            result, note = _run_one(single, ctx)
         except ModuleFailure as failure:
             for name in ("site", "migration_id"):
                 if single.get(name) is not None:
@@ -499,6 +605,16 @@ def _run_migrations(params, ctx):
             raise
         if single.get("site") is not None:
             result.setdefault("site", single["site"])
+        if result.get("credentials_not_sent"):
+            notes.append((result["migration_id"], result["credentials_not_sent"], note))
         return result
 
-    return list_result(run_for_each(elements, one), "migrations", _label)
+    results = run_for_each(elements, one)
+    # One warning for the fleet rather than one per migration; a key known to have changed gets its own.
+    for known_change in [n[2] for n in notes if n[2]]:
+        ctx.warn(known_change)
+    generic = sorted((n[0], n[1]) for n in notes if not n[2])
+    if generic:
+        fields = sorted(set(f for item in generic for f in item[1]), key=SECRET_FIELDS.index)
+        ctx.warn(unsent_warning(fields, [item[0] for item in generic]))
+    return list_result(results, "migrations", _label)

@@ -16,8 +16,8 @@ description:
   - Reads the key first and chooses add or update; copes with an add on an existing key and an
     update on a missing key by switching to the other operation.
   - Write-only keys (C(webhook_hmac_key)) are never returned by the service, so they cannot be
-    compared. O(update_secret) decides whether they are sent on every run or only when not set, and
-    C(changed) says whether they were sent.
+    compared. O(update_secret) decides whether they are sent only when not set (the default) or on
+    every run, and C(changed) says whether they were sent.
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
@@ -45,11 +45,14 @@ options:
     type: str
   update_secret:
     description:
-      - For write-only keys, V(always) sends the secret on every run (the task then always reports a change),
-        V(on_create) sends it only when the key is not set yet.
+      - For write-only keys, V(on_create) sends the secret only when the key is not set yet, so a re-run
+        changes nothing; V(always) sends it on every run (the task then always reports a change). Use
+        V(always) once to replace a key, see the C(wpcloud.hosting.rotate_webhook_key) playbook.
+      - With V(on_create), a O(secret_value) given for a key that is set already is not sent, and a warning
+        says so and how to send it (the module cannot tell whether it changed).
     type: str
     choices: [always, on_create]
-    default: always
+    default: on_create
   state:
     description:
       - V(present) makes the key hold the value, V(absent) removes it (removing C(webhook_url) stops deliveries).

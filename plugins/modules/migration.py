@@ -16,8 +16,10 @@ description:
     M(wpcloud.hosting.migration_ready).
   - Without O(migration_id) the module first reads the destination's C(allow_site_migration); when it holds
     a migration ID, that migration is managed, so a re-run never creates a second migration for the site.
-  - With an existing migration, the readable fields are compared and only differences are sent.
-    Credentials cannot be read back; O(update_secret) decides when they are sent.
+  - With an existing migration, only the options given are compared, and only their differences are sent:
+    an option left out keeps the stored value (a default such as O(remote_port)'s V(22) applies only
+    when the migration is created). Credentials cannot be read back; O(update_secret) decides when they
+    are sent.
   - Authentication is exactly one of O(remote_pass); O(ssh_id); O(ssh_id) with O(ssh_id_pass); or none,
     in which case the service generates an identity and the module returns its public key RV(ssh_id_pub),
     which must be added to the source user's C(authorized_keys) before preflight.
@@ -117,8 +119,8 @@ options:
   remote_port:
     description:
       - SSH port of the source server.
+      - Left out when the migration is created, V(22). Left out on an update, the stored port is kept.
     type: int
-    default: 22
   remote_pass:
     description:
       - SSH password of O(remote_user). Never logged or returned.
@@ -148,6 +150,9 @@ options:
       - Credentials cannot be read back from the service. V(on_create) sends them when the migration is
         created or when the authentication method changes; V(always) sends them on every run, which then
         always reports a change and requires a new preflight.
+      - With V(on_create), credentials given but not sent are named in RV(credentials_not_sent) and in a
+        warning that says how to send them, unless the module can tell they did not change (an O(ssh_id)
+        whose fingerprint O(state_file) recorded when it was last sent).
     type: str
     choices: [always, on_create]
     default: on_create
@@ -157,6 +162,8 @@ options:
         (the controller, unless C(wpcloud_hosting_execution=module)).
       - Read when O(migration_id) is not given; written atomically right after a create, and whenever the
         managed migration differs from the recorded one. Other keys in the file are kept.
+      - Also records the fingerprint (not the key) of the O(ssh_id) last sent, so that a changed key can be
+        told from the same one.
       - Mutually exclusive with O(migrations); give each element its own O(migrations[].state_file).
     type: path
 extends_documentation_fragment:
@@ -227,7 +234,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 migration_id:
-  description: The migration's ID; keep it with the destination site. Null in check mode before creation.
+  description:
+    - The migration's ID; keep it with the destination site. Null in check mode before creation.
+    - In check mode, a later task may pass this null on (for example to M(wpcloud.hosting.migration_preflight));
+      it then reports what it would do. Outside check mode a null ID is an error.
   returned: success, without migrations (with migrations, in each item of results)
   type: int
   sample: 42
@@ -258,6 +268,14 @@ ssh_id_pub:
   returned: when the service generated an identity
   type: str
   sample: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI... wpcloud-migration-42
+credentials_not_sent:
+  description:
+    - Credential options that were given but not sent because O(update_secret=on_create) and the migration
+      has credentials of the same kind already. A warning says how to send them.
+  returned: when credentials were given and not sent
+  type: list
+  elements: str
+  sample: [remote_pass]
 ssh_id_fingerprint:
   description: SHA256 fingerprint of the public half of O(ssh_id). The key itself is never returned.
   returned: when ssh_id is given

@@ -138,6 +138,7 @@ SECRETS_MODULES = r"""---
         client: "{{ rel_client }}"
         key: webhook_hmac_key
         secret_value: "{{ canary_webhook_hmac_key }}"
+        update_secret: always
       check_mode: true
       diff: true
 

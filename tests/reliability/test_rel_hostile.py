@@ -12,7 +12,8 @@ the cases marked ``service`` (the check needs the service: unknown site/ticket/m
 Module cases run as the tasks of one playbook (requests are attributed to a case by the time window
 of its task), role cases as the hosts of one play (requests attributed by site), event source cases
 in-process. A case that shows a defect is an expected failure (xfail strict) whose reason is the
-finding.
+finding. A case with ``sends`` is input the module must accept, and its write calls must carry exactly
+those parameter names (an update sends only what the user gave).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Case:
     finding: str | None = None         # known defect: the case is xfail(strict) with this reason
     conn: bool = True                  # add the connection options
     extra: dict = field(default_factory=dict)
+    sends: list | None = None          # an accepted case: its writes send exactly these parameter names
 
 
 def C(*a, **k):
@@ -262,6 +264,13 @@ MODULE_CASES = [
       ["state_file", "json"]),
     C("mg-update-while-running", "wpcloud.hosting.migration",
       {"migration_id": "{{ rel_running_id }}", "remote_port": 2222}, ["actively running", "wait"], service=True),
+    # Issue 13: options left out on an update (remote_port, default 22 on create) are not sent over the
+    # stored value (remote-port 2022); accepted cases, the writes must carry only what was given.
+    C("mg-update-leaves-port-out", "wpcloud.hosting.migration",
+      {"migration_id": "{{ rel_port_id }}", "ssh_id": "{{ rel_key }}"}, [], service=True, sends=["ssh-id"]),
+    C("mg-list-update-leaves-port-out", "wpcloud.hosting.migration",
+      {"ssh_id": "{{ rel_key }}", "migrations": [{"migration_id": "{{ rel_port_list_id }}"}]}, [], service=True,
+      sends=["ssh-id"]),
     # ---------------------------------------------------------------- migration_info
     C("mi-neither", "wpcloud.hosting.migration_info", {}, ["site", "migration_id"]),
     C("mi-site-shell", "wpcloud.hosting.migration_info", {"site": "x.example`id`"}, ["site", "domain name"]),
@@ -339,13 +348,21 @@ def module_outcomes(emulator, canaries, rel_dir):
     emu.api("migration/ready/%s" % running_id)
     assert emu.api("migration/get/%s" % running_id)[1]["data"]["state"] == "migration-running"
 
+    port_ids = []
+    for site_id in (1005, 1006):
+        emu.add_site(site_id, "port%d.example" % site_id, allow_migration=True)
+        status, body = emu.api("migration/create/%d" % site_id, "POST",
+                               {"remote-host": "src.example", "remote-user": "wp", "remote-port": "2022"})
+        assert status == 200, body
+        port_ids.append(body["data"]["migration-id"])
+
     bad_state = rel_dir / "inputs" / "bad-state.json"
     bad_state.write_text("{not json")
     from webhooks import build_body
     public_key = _public_key_line(canaries.ssh_id)
     variables = {"rel_huge": HUGE, "rel_key": canaries.ssh_id, "rel_key_protected": canaries.ssh_id_protected,
                  "rel_public_key": public_key, "rel_bad_state_file": str(bad_state), "rel_new_id": new_id,
-                 "rel_running_id": running_id,
+                 "rel_running_id": running_id, "rel_port_id": port_ids[0], "rel_port_list_id": port_ids[1],
                  "rel_body": build_body("site_provisioned", 1, [], "k" * 40).decode()}
     vars_file = rel_dir / "inputs" / "hostile-vars.json"
     vars_file.write_text(json.dumps(variables))
@@ -411,8 +428,21 @@ def _params(cases):
             for c in cases]
 
 
+def check_sends(case_id, sends, outcome):
+    """An accepted case: it succeeds, and each of its writes sends exactly ``sends`` (parameter names)."""
+    rs.SUMMARY["hostile_cases"] += 1
+    assert outcome is not None, "case did not run"
+    assert not outcome["failed"], "%s failed: %s" % (case_id, outcome["msg"][:600])
+    writes = [(e["endpoint"], e["params"]) for e in outcome["requests"] if e["write"]]
+    assert writes and all(params == sends for dummy, params in writes), \
+        "%s sent %s; only %s were given" % (case_id, writes, sends)
+
+
 @pytest.mark.parametrize("case", _params(MODULE_CASES))
 def test_module_case(case, module_outcomes):
+    if case.sends is not None:
+        check_sends(case.id, case.sends, module_outcomes.get(case.id))
+        return
     check_outcome(case.id, case.expect, case.service, module_outcomes.get(case.id))
 
 
