@@ -19,10 +19,10 @@ options:
   api_key:
     description:
       - The partner API key, sent in the C(Auth) header. Never logged or returned.
-      - Falls back to the E(WPCLOUD_API_KEY) environment variable, which is how an AWX / Automation
-        Controller credential type injects it.
+      - Required, here or in the E(WPCLOUD_API_KEY) environment variable of the controller, which is how an
+        AWX / Automation Controller credential type injects it. Left out, the variable is used; given
+        empty, the task fails.
     type: str
-    required: true
   validate_certs:
     description:
       - Verify the API's TLS certificate. Only turn this off against a test system.

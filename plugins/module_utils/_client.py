@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 import time
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 try:
     import requests
@@ -66,6 +66,9 @@ OPERATIONS = {
     "migration.preflight": ("GET", "migration/preflight/{migration_id}", WRITE),
     "migration.ready": ("GET", "migration/ready/{migration_id}", WRITE),
 }
+
+MISSING_KEY = ("api_key is required: set the api_key option (once per play with module_defaults for "
+               "group/wpcloud.hosting.all) or the WPCLOUD_API_KEY environment variable on the controller.")
 
 RETRY_STATUS_READ = frozenset((429, 502, 503, 504))
 RETRY_STATUS_WRITE = frozenset((429,))
@@ -188,6 +191,17 @@ def _not_sent(exc):
     return False
 
 
+# The causes a user can act on, most specific first (urllib3's own names are matched by name).
+_CONNECTION_WORDS = (
+    (ConnectionRefusedError, "connection refused"),
+    (ConnectionResetError, "connection reset"),
+    (socket.gaierror, "the host name does not resolve"),
+    ("NameResolutionError", "the host name does not resolve"),
+    ("ConnectTimeoutError", "no connection within the timeout"),
+    (socket.timeout, "timed out"),
+)
+
+
 class _ConnectionLost(Exception):
     """An SSL error that is not about the certificate: handled like any connection failure."""
 
@@ -230,7 +244,7 @@ class WPCloudClient(object):
             raise WPCloudAPIError("The Python library 'requests' is required on the controller "
                                   "(pip install requests).")
         if not api_key:
-            raise WPCloudAPIError("api_key is required: set the api_key option or WPCLOUD_API_KEY.")
+            raise WPCloudAPIError(MISSING_KEY)
         self.base = api_url.rstrip("/") + API_PREFIX
         self._api_key = api_key
         self._secrets = set([api_key])
@@ -337,7 +351,8 @@ class WPCloudClient(object):
                 self.calls.append((operation, "not-sent" if not_sent else "no-answer"))
                 if not_sent or kind == READ:
                     error = WPCloudAPIError(
-                        "Could not reach the API for %s (%s)." % (operation, self._describe(exc)),
+                        "Could not reach %s: %s; check api_url (the service's base URL, without /api/v1.0) and "
+                        "that the controller can connect to it." % (self.shown_url(url), self._describe(exc)),
                         operation=operation, retry_safe=True,
                         effect="none" if not_sent else "unknown", attempts=attempt)
                 else:
@@ -370,10 +385,20 @@ class WPCloudClient(object):
             self.sleep(delay)
 
     def _describe(self, exc):
-        for item in _chain(exc):
-            if isinstance(item, (ConnectionRefusedError, ConnectionResetError, socket.timeout)):
-                return self.redact(item.__class__.__name__)
+        """What went wrong with the connection, in words (never the exception's text, which may hold data)."""
+        chain = list(_chain(exc))
+        for kind, words in _CONNECTION_WORDS:
+            if any(type(item).__name__ == kind if isinstance(kind, str) else isinstance(item, kind) for item in chain):
+                return words
+        if requests is not None and isinstance(exc, requests.exceptions.Timeout):
+            return "no answer within timeout=%ss" % self.timeout
         return self.redact(exc.__class__.__name__)
+
+    def shown_url(self, url):
+        """A URL fit for a message: no user:password@, no query string."""
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        return self.redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
 
     def _status_error(self, operation, kind, status, message, data, attempt):
         api_message = self.redact(message) or None

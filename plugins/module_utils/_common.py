@@ -17,13 +17,16 @@ from ansible.module_utils.common.parameters import env_fallback
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     DEFAULT_API_URL,
+    MISSING_KEY,
     WPCloudAPIError,
     WPCloudClient,
 )
 
 API_ARGUMENT_SPEC = dict(
     api_url=dict(type="str", default=DEFAULT_API_URL, fallback=(env_fallback, ["WPCLOUD_API_URL"])),
-    api_key=dict(type="str", required=True, no_log=True, fallback=(env_fallback, ["WPCLOUD_API_KEY"])),
+    # Not required=True: the spec's "missing required arguments: api_key" would not mention the environment
+    # variable; validate_connection_options says both ways to give it.
+    api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["WPCLOUD_API_KEY"])),
     validate_certs=dict(type="bool", default=True, fallback=(env_fallback, ["WPCLOUD_VALIDATE_CERTS"])),
     ca_path=dict(type="path", fallback=(env_fallback, ["WPCLOUD_CA_PATH"])),
     timeout=dict(type="int", default=30),
@@ -111,6 +114,11 @@ class ModuleContext(object):
 
 
 def validate_connection_options(params):
+    if params.get("api_key") is None:
+        raise ModuleFailure(MISSING_KEY)
+    if not params["api_key"].strip():
+        raise ModuleFailure("api_key is empty: it is required; pass the partner API key (from a vaulted variable), "
+                            "or leave api_key out to use the WPCLOUD_API_KEY environment variable.")
     url = params.get("api_url") or ""
     if not re.match(r"^https?://[^/\s?#]+", url):
         raise ModuleFailure("api_url must be an absolute URL such as https://atomic-api.wordpress.com "

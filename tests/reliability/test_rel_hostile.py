@@ -122,6 +122,11 @@ MODULE_CASES = [
       ["retry_timeout", "positive"]),
     C("conn-validate-certs-type", "wpcloud.hosting.migration_info", {"site": "1002", "validate_certs": "perhaps"},
       ["validate_certs", "bool"]),
+    # Issue 13: errors that say what to do (the API unreachable; no key at all).
+    C("conn-api-unreachable", "wpcloud.hosting.migration_info", {"site": "1002", "api_url": "https://127.0.0.1:1"},
+      ["could not reach https://127.0.0.1:1/api/v1.0/", "connection refused", "check api_url"]),
+    C("conn-api-key-missing", "wpcloud.hosting.migration_info", {"site": "1002", "api_url": "https://127.0.0.1:1"},
+      ["api_key is required", "WPCLOUD_API_KEY"], conn=False),
     # ---------------------------------------------------------------- client_meta
     C("cm-client-list", "wpcloud.hosting.client_meta", cm(client=["demo"], value="v"),
       ["client", "lowercase client identifier"]),
