@@ -30,7 +30,9 @@ attributes:
     CHECK_MODE_READ_ONLY = r'''
 attributes:
   check_mode:
-    description: The module only reads, so it runs fully in check mode.
+    description: >-
+      The module only reads, so it runs fully in check mode. A null ID, which an earlier task returns in check
+      mode before it created anything, has nothing to read: the task says so instead of failing.
     support: full
   diff_mode:
     description: The module changes nothing, so there is no diff.

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
+    NULL_ID_MSG,
     WAIT_ARGUMENT_SPEC,
     ModuleFailure,
     api_failure,
@@ -67,6 +68,13 @@ WAIT_MODULE_ARGUMENT_SPEC = dict(
     **WAIT_ARGUMENT_SPEC
 )
 WAIT_MUTUALLY_EXCLUSIVE = [("ticket_id", "ticket_ids", "migration_ids")]
+
+# Check mode across a workflow: null items in these lists are IDs an earlier task only pretended to create
+# (see plugins/plugin_utils/_controller_action.py); what the module would do with them.
+PREFLIGHT_CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their preflights would be started")
+READY_CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their runs would be started")
+WAIT_CHECK_MODE_NULLS = dict(options=("ticket_ids", "migration_ids"), changed=False,
+                             note="there is nothing to wait for yet")
 WAIT_REQUIRED_ONE_OF = [("ticket_id", "ticket_ids", "migration_ids")]
 
 
@@ -80,11 +88,18 @@ def _ticket_id_of(data):
     return None
 
 
-def _check_migration_id(params):
+def _check_migration_id(params, ctx, would):
+    """None when migration_id is fine; in check mode, the result for a null one (the spec counts a null
+    option as given, so null here is ``migration_id: null``, typically from a migration task in check mode)."""
     if params.get("migration_id") is None:
-        raise ModuleFailure("migration_id is required (or migration_ids, for many migrations at once).")
+        if not ctx.check_mode:
+            raise ModuleFailure(NULL_ID_MSG % "migration_id" + " For many migrations at once, use migration_ids.")
+        return dict(changed=True, migration_id=None, ticket_id=None, state_before=None,
+                    msg="check mode: migration_id is null, as an earlier task in check mode only pretended to "
+                        "create the migration; %s" % would)
     if params["migration_id"] <= 0:
         raise ModuleFailure("migration_id must be a positive integer.")
+    return None
 
 
 def _start(client, operation, migration_id, what):
@@ -188,7 +203,9 @@ def _wait_for_state(client, migration_id, params):
 
 
 def _start_preflight(params, ctx):
-    _check_migration_id(params)
+    pretended = _check_migration_id(params, ctx, "its preflight would be started")
+    if pretended:
+        return pretended
     client = ctx.client()
     # Read first: an unknown migration or an active run is refused here, without a write call.
     state = record_state(get_migration(client, params["migration_id"]))
@@ -205,7 +222,9 @@ def _start_preflight(params, ctx):
 
 
 def _start_ready(params, ctx):
-    _check_migration_id(params)
+    pretended = _check_migration_id(params, ctx, "its run would be started once its preflight succeeds")
+    if pretended:
+        return pretended
     client = ctx.client()
     migration_id = params["migration_id"]
     state = record_state(get_migration(client, migration_id))
@@ -215,6 +234,12 @@ def _start_ready(params, ctx):
         # playbook), so a wait follows the migration's state instead.
         result["msg"] = "migration %s is already running; no new run was started" % migration_id
         result["already_running"] = True
+        return result
+    if params["require_preflight"] and state != PREFLIGHT_OK and ctx.check_mode:
+        # The play's own preflight may have run in check mode only: say what would happen, do not fail.
+        result.update(changed=True, msg="check mode: the run would be started once a preflight succeeds (state "
+                                        "now: %s; outside check mode this task refuses to start it before a "
+                                        "successful preflight)" % state)
         return result
     if params["require_preflight"] and state != PREFLIGHT_OK:
         raise ModuleFailure(
@@ -273,6 +298,14 @@ def run_wait(params, ctx):
     if params.get("migration_ids") is not None:
         return _wait_migrations(params, options, ctx)
     single = params.get("ticket_id") is not None
+    if not single and params.get("ticket_ids") is None:
+        # ticket_id: null (the spec counts a null option as given), typically from a check-mode start.
+        if ctx.check_mode:
+            return dict(changed=False, tickets=[], msg="check mode: ticket_id is null, as an earlier task in check "
+                                                       "mode only pretended to start it; nothing to wait for yet")
+        raise ModuleFailure("ticket_id is null: pass a response ticket ID as returned by preflight or ready "
+                            "(with wait: false). A null ID usually comes from an earlier task that ran in check "
+                            "mode; outside check mode it is an error.")
     ticket_ids = [params["ticket_id"]] if single else list(params["ticket_ids"] or [])
     option = "ticket_id" if single else "ticket_ids"
     if not ticket_ids:

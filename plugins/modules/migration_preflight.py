@@ -49,7 +49,10 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: In check mode no preflight is started; the task reports that one would be.
+    description: >-
+      In check mode no preflight is started; the task reports that one would be. A null O(migration_id)
+      (or null items of O(migration_ids)), as a migration task returns in check mode before the migration
+      exists, is accepted in check mode only.
     support: full
   diff_mode:
     description: A preflight changes no configuration.
@@ -190,11 +193,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
     PREFLIGHT_ARGUMENT_SPEC,
+    PREFLIGHT_CHECK_MODE_NULLS,
     START_MUTUALLY_EXCLUSIVE,
     START_REQUIRED_ONE_OF,
     run_preflight as run_logic,
 )
 
+# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
+CHECK_MODE_NULLS = PREFLIGHT_CHECK_MODE_NULLS
 MODULE_SPEC = dict(argument_spec=api_spec_with(PREFLIGHT_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
                    required_one_of=START_REQUIRED_ONE_OF)
 

@@ -59,7 +59,11 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: Checks the partner rule and predicts the start, without starting.
+    description: >-
+      Predicts the start, without starting. As a preflight earlier in the play may have run in check mode
+      only, a migration without a successful preflight is reported as a run that would start once one
+      succeeds (outside check mode O(require_preflight) refuses it). A null O(migration_id) (or null items of
+      O(migration_ids)), as a migration task returns in check mode, is accepted in check mode only.
     support: full
   diff_mode:
     description: A run changes the destination's content, not configuration.
@@ -168,11 +172,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
     READY_ARGUMENT_SPEC,
+    READY_CHECK_MODE_NULLS,
     START_MUTUALLY_EXCLUSIVE,
     START_REQUIRED_ONE_OF,
     run_ready as run_logic,
 )
 
+# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
+CHECK_MODE_NULLS = READY_CHECK_MODE_NULLS
 MODULE_SPEC = dict(argument_spec=api_spec_with(READY_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
                    required_one_of=START_REQUIRED_ONE_OF)
 

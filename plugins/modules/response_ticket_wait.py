@@ -186,11 +186,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
     WAIT_MODULE_ARGUMENT_SPEC,
+    WAIT_CHECK_MODE_NULLS,
     WAIT_MUTUALLY_EXCLUSIVE,
     WAIT_REQUIRED_ONE_OF,
     run_wait as run_logic,
 )
 
+# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
+CHECK_MODE_NULLS = WAIT_CHECK_MODE_NULLS
 MODULE_SPEC = dict(
     argument_spec=api_spec_with(WAIT_MODULE_ARGUMENT_SPEC),
     mutually_exclusive=WAIT_MUTUALLY_EXCLUSIVE,

@@ -66,17 +66,23 @@ class ControllerModuleAction(ActionBase):
         # value of a misspelled option (a secret under a wrong name is not known to be no_log) is never
         # echoed back in the invocation.
         module_file = self._module_file()
+        args, nulls = self._check_mode_nulls(module_file, dict(self._task.args))
         validator = ArgumentSpecValidator(**module_file.MODULE_SPEC)
-        validation = validator.validate(dict(self._task.args))
+        validation = validator.validate(args)
         no_log_values = set(validation._no_log_values)
         params = dict((k, v) for k, v in validation.validated_parameters.items()
                       if k not in validation.unsupported_parameters)
+        if nulls and not validation.error_messages and any(not params.get(name) for name in nulls):
+            # Only null IDs: nothing to call, only what the task would do.
+            result.update(changed=module_file.CHECK_MODE_NULLS["changed"], msg=self._nulls_note(module_file, nulls))
+            return result
         if execution == "module" and not validation.error_messages:
-            result.update(self._execute_module(module_name=fqcn, module_args=dict(self._task.args),
-                                               task_vars=task_vars))
+            result.update(self._execute_module(module_name=fqcn, module_args=args, task_vars=task_vars))
+            self._add_nulls_note(result, module_file, nulls)
             return result
 
         outcome = self._run_logic(fqcn, module_file, validation, params, no_log_values)
+        self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}
 
@@ -86,6 +92,34 @@ class ControllerModuleAction(ActionBase):
         outcome.update(preserved)
         result.update(outcome)
         return result
+
+    def _check_mode_nulls(self, module_file, args):
+        """In check mode, null items of the module's ID lists (CHECK_MODE_NULLS) stand for IDs that earlier
+        tasks only pretended to create; they are left out here (the spec would refuse or convert them) and
+        said in the result. Outside check mode they reach the spec, which refuses them."""
+        nulls = {}
+        declared = getattr(module_file, "CHECK_MODE_NULLS", None)
+        if not declared or not self._task.check_mode:
+            return args, nulls
+        for name in declared["options"]:
+            value = args.get(name)
+            if isinstance(value, list) and any(item is None for item in value):
+                nulls[name] = sum(1 for item in value if item is None)
+                args[name] = [item for item in value if item is not None]
+        return args, nulls
+
+    @staticmethod
+    def _nulls_note(module_file, nulls):
+        return "check mode: %s null ID%s in %s (from earlier tasks that ran in check mode and only pretended " \
+               "to create them): %s" % (sum(nulls.values()), "" if sum(nulls.values()) == 1 else "s",
+                                        " and ".join(sorted(nulls)), module_file.CHECK_MODE_NULLS["note"])
+
+    def _add_nulls_note(self, outcome, module_file, nulls):
+        if not nulls or outcome.get("failed"):
+            return
+        note = self._nulls_note(module_file, nulls)
+        outcome["msg"] = "%s; %s" % (outcome["msg"], note) if outcome.get("msg") else note
+        outcome["changed"] = bool(outcome.get("changed")) or module_file.CHECK_MODE_NULLS["changed"]
 
     def _run_logic(self, fqcn, module_file, validation, params, no_log_values):
         if validation.error_messages:

@@ -302,6 +302,14 @@ MODULE_CASES = [
       ["preflight", "require_preflight"], service=True),
     C("rd-require-preflight-type", "wpcloud.hosting.migration_ready",
       {"migration_id": 5001, "require_preflight": "perhaps"}, ["require_preflight", "bool"]),
+    # Issue 13: a null ID (what a check-mode create returns) is accepted in check mode only.
+    C("mg-id-null", "wpcloud.hosting.migration", {"migration_id": None, "remote_docroot": "/srv"},
+      ["migration_id", "is null"]),
+    C("mi-id-null", "wpcloud.hosting.migration_info", {"migration_id": None}, ["migration_id", "is null"]),
+    C("pf-id-null", "wpcloud.hosting.migration_preflight", {"migration_id": None}, ["migration_id is null"]),
+    C("rd-id-null", "wpcloud.hosting.migration_ready", {"migration_id": None}, ["migration_id is null"]),
+    C("tw-id-null", "wpcloud.hosting.response_ticket_wait", {"ticket_id": None}, ["ticket_id is null"]),
+    C("pf-ids-null", "wpcloud.hosting.migration_preflight", {"migration_ids": [None]}, ["migration_ids", "int"]),
     # ---------------------------------------------------------------- response_ticket_wait
     C("tw-no-ticket", "wpcloud.hosting.response_ticket_wait", {}, ["ticket_id", "ticket_ids"]),
     C("tw-both", "wpcloud.hosting.response_ticket_wait", {"ticket_id": "a.1", "ticket_ids": ["b.2"]},

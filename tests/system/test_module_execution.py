@@ -107,3 +107,107 @@ def test_controller_and_classic_module_results_are_identical(emulator, tmp_path)
     for output in (out_c, out_m):
         assert "p@ss-Canary-1" not in output
         assert ("0123456789abcdef" * 3) not in output
+
+
+# -- check mode across a module-level workflow (issue 13) ----------------------------------------------------
+
+CHECK_PLAYBOOK = r"""
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ wpcloud_api_url }}"
+      api_key: "{{ wpcloud_api_key }}"
+      ca_path: "{{ wpcloud_ca_path }}"
+  tasks:
+    - name: Allow a migration into the site
+      wpcloud.hosting.site_allow_migration: {site: "{{ site }}", confirm_overwrite: true}
+      register: allowed
+    - name: Create the migration (or update it)
+      wpcloud.hosting.migration: {site: "{{ site }}", remote_host: src.example, remote_user: www, remote_port: 2022}
+      register: created
+    - name: Read it
+      wpcloud.hosting.migration_info: {migration_id: "{{ created.migration_id }}"}
+      register: info
+    - name: Preflight
+      wpcloud.hosting.migration_preflight: {migration_id: "{{ created.migration_id }}"}
+      register: preflight
+    - name: Run
+      wpcloud.hosting.migration_ready: {migration_id: "{{ created.migration_id }}"}
+      register: ready
+    - name: Preflight again without waiting
+      wpcloud.hosting.migration_preflight: {migration_id: "{{ created.migration_id }}", wait: false}
+      register: started
+    - name: Wait for its ticket
+      wpcloud.hosting.response_ticket_wait: {ticket_id: "{{ started.ticket_id }}"}
+      register: waited
+    - name: The same as a fleet
+      wpcloud.hosting.migration:
+        remote_host: src.example
+        remote_user: www
+        migrations: [{site: "{{ site }}"}, {site: "{{ other_site }}"}]
+      register: fleet
+    - name: Preflight the fleet
+      wpcloud.hosting.migration_preflight: {migration_ids: "{{ fleet.results | map(attribute='migration_id') | list }}"}
+      register: fleet_preflight
+    - name: Run the fleet
+      wpcloud.hosting.migration_ready: {migration_ids: "{{ fleet.results | map(attribute='migration_id') | list }}"}
+      register: fleet_ready
+    - name: Follow the fleet's runs
+      wpcloud.hosting.response_ticket_wait: {migration_ids: "{{ fleet.results | map(attribute='migration_id') | list }}"}
+      register: fleet_wait
+    - name: Keep the results
+      ansible.builtin.copy:
+        dest: "{{ results_file }}"
+        content: "{{ dict(allowed=allowed, created=created, info=info, preflight=preflight, ready=ready,
+                          started=started, waited=waited, fleet=fleet, fleet_preflight=fleet_preflight,
+                          fleet_ready=fleet_ready, fleet_wait=fleet_wait) | to_json }}"
+        mode: "0600"
+      check_mode: false
+"""
+
+
+def check_run(emu, tmp_path, name, args, execution="controller", existing=False):
+    emu.reset()
+    emu.add_site(62001, "check-new.example", allow_migration=existing)
+    emu.add_site(62002, "check-other.example", allow_migration=True)
+    if existing:
+        # a migration in state new: its preflight will only run in check mode
+        status, body = emu.api("migration/create/62001", "POST", {"remote-host": "src.example", "remote-user": "www"})
+        assert status == 200, body
+    playbook = tmp_path / "check.yml"
+    playbook.write_text(CHECK_PLAYBOOK)
+    results = tmp_path / ("check-%s.json" % name)
+    since = (emu.requests_log() or [{"seq": 0}])[-1]["seq"]
+    extra = dict(emulator_vars(emu), results_file=str(results), wpcloud_hosting_execution=execution,
+                 site="62001", other_site="62002")
+    dummy, output = run_playbook(tmp_path, playbook, extra, args=args)
+    return json.loads(results.read_text()), output, emu.requests_log(since)
+
+
+def test_a_workflow_in_check_mode_says_what_it_would_do_and_writes_nothing(emulator, tmp_path):
+    runs = [("new-check", ["--check"], "controller", False),
+            ("new-check-diff", ["--check", "--diff"], "controller", False),
+            ("existing-check-diff", ["--check", "--diff"], "controller", True),
+            ("new-check-diff-module", ["--check", "--diff"], "module", False)]
+    for name, args, execution, existing in runs:
+        r, output, log = check_run(emulator, tmp_path, name, args, execution, existing)
+        assert [(e["method"], e["endpoint"]) for e in log if e["write"]] == [], name
+        assert "failed=0" in output, (name, output[-3000:])
+        steps = ("created", "preflight", "ready", "started", "fleet", "fleet_preflight", "fleet_ready")
+        assert [s for s in steps if not r[s]["changed"]] == [], name
+        assert r["allowed"]["changed"] is not existing
+        assert not any(r[s].get("failed") for s in r), name
+        if existing:
+            # a migration that exists, whose preflight only ran in check mode: ready says what it would do
+            assert isinstance(r["created"]["migration_id"], int)
+            assert "once a preflight succeeds" in r["ready"]["msg"]
+        else:
+            assert r["created"]["migration_id"] is None and r["info"]["exists"] is False
+            for step in ("preflight", "ready", "started"):
+                assert r[step]["msg"].startswith("check mode: migration_id is null"), (name, step, r[step])
+            assert "nothing to wait for" in r["waited"]["msg"] and r["waited"]["changed"] is False
+            assert "2 null IDs in migration_ids" in r["fleet_preflight"]["msg"], r["fleet_preflight"]
+            assert "2 null IDs" in r["fleet_wait"]["msg"] and r["fleet_wait"]["changed"] is False
+        if "--diff" in args:
+            assert "remote-port" in output, name   # the create's diff is shown
