@@ -83,4 +83,15 @@ options:
       - Seconds between two polls of the ticket. Never below V(1), the interval the service asks for.
     type: float
     default: 1.0
+  progress_interval:
+    description:
+      - While it waits, the task prints a progress line at least every this many seconds, at the default
+        verbosity, for example C([localhost] migration_ready: 37/100 done (2 failed), 61 running, 124 s elapsed);
+        a wait on one ticket shows its state. The lines never hold a secret. V(0) turns them off.
+      - They reach the terminal, C(ansible-playbook) output piped to a file, and ansible-runner's stdout and
+        its C(verbose) events, which AWX / Automation Controller shows while the job runs.
+      - Only when the module runs in the controller (the default). With C(wpcloud_hosting_execution=module)
+        the module is a separate process whose output Ansible reads when it ends, so no progress is shown.
+    type: float
+    default: 15.0
 '''

@@ -38,6 +38,7 @@ WAIT_ARGUMENT_SPEC = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=1800),
     poll_interval=dict(type="float", default=1.0),
+    progress_interval=dict(type="float", default=15.0),
 )
 
 # The service asks for one second between polls of a pending ticket.
@@ -75,10 +76,12 @@ def api_spec_with(spec):
 class ModuleContext(object):
     """What module logic may use from its runner (AnsibleModule or the controller action)."""
 
-    def __init__(self, params, check_mode=False, diff=False, warn=None):
+    def __init__(self, params, check_mode=False, diff=False, warn=None, progress=None):
         self.params = params
         self.check_mode = check_mode
         self.diff = diff
+        # progress(line): shows a line while the task runs (None: the runner cannot, e.g. a module process)
+        self.progress = progress
         self.warnings = []
         self.no_log_values = set()
         self._warn = warn
@@ -165,6 +168,8 @@ def validate_host(value, option):
 def validate_poll(params):
     if params.get("wait_timeout") is not None and params["wait_timeout"] <= 0:
         raise ModuleFailure("wait_timeout must be a positive number of seconds.")
+    if params.get("progress_interval") is not None and params["progress_interval"] < 0:
+        raise ModuleFailure("progress_interval must be a number of seconds, or 0 to show no progress lines.")
     if params.get("poll_interval") is not None and params["poll_interval"] < MIN_POLL_INTERVAL:
         raise ModuleFailure("poll_interval must be at least %g second: the service asks clients to "
                             "wait one second between polls of a ticket." % MIN_POLL_INTERVAL)

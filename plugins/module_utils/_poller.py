@@ -7,15 +7,19 @@
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
-Contract (options ``wait``, ``wait_timeout``, ``poll_interval``): a 202 means "no response yet",
-``running`` keeps the wait going, ``success`` and ``failure`` end it; a list of tickets is polled
-concurrently in rounds, one poll per pending ticket per interval, so waiting on 100 tickets takes
-about as long as the slowest one. Past the deadline the wait ends with the last state seen.
+Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``progress_interval``): a 202 means
+"no response yet", ``running`` keeps the wait going, ``success`` and ``failure`` end it; a list of
+tickets is polled concurrently in rounds, one poll per pending ticket per interval, so waiting on 100
+tickets takes about as long as the slowest one. Past the deadline the wait ends with the last state
+seen. At least every ``progress_interval`` seconds a progress line (counts, states, elapsed time; never
+a secret) goes to the runner's progress channel: Ansible's display when the module runs in the
+controller; the classic module process has no channel and stays silent until it returns.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -125,6 +129,16 @@ class Ticket(object):
     def done(self):
         return self.status in TERMINAL or self.error is not None
 
+    @property
+    def failed(self):
+        return self.status == "failure" or self.error is not None
+
+    def progress(self):
+        if self.error is not None:
+            return "ticket %s could not be read" % self.ticket_id
+        return "ticket %s %s (%d response%s)" % (self.ticket_id, self.status, self.response_count,
+                                                "" if self.response_count == 1 else "s")
+
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
         result = {
@@ -178,11 +192,64 @@ def fetch_messages(client, ticket):
     ticket.messages = [] if resp.pending else parse_messages(resp.data)
 
 
+class Progress(object):
+    """Progress lines of one task's waits, at most one per ``interval`` seconds (0: none).
+
+    Every wait of the task (tickets and migrations followed by their state, which migration_ready runs
+    side by side) tracks its items here; ``tick`` after each poll round or nap prints a line when one is
+    due: ``migration_ready: 37/100 done (2 failed), 61 running, 124 s elapsed``, or for one item its
+    state: ``response_ticket_wait: ticket T running (3 responses), 20 s elapsed``.
+    """
+
+    def __init__(self, label, interval, emit, clock=time.monotonic):
+        self.label = label
+        self.interval = interval if emit is not None else 0
+        self.emit = emit
+        self.clock = clock
+        self.started = clock()
+        self.last = self.started
+        self.groups = []
+        self.lines = 0
+        self._lock = threading.Lock()
+
+    def track(self, items):
+        with self._lock:
+            self.groups.append(items)
+
+    def next_due(self):
+        return self.last + self.interval if self.interval else None
+
+    def tick(self):
+        if not self.interval:
+            return
+        with self._lock:
+            now = self.clock()
+            if now < self.last + self.interval:
+                return
+            self.last = now
+            line = self.line(now)
+        self.emit(line)
+        self.lines += 1
+
+    def line(self, now):
+        items = [item for group in self.groups for item in group]
+        elapsed = "%d s elapsed" % (now - self.started)
+        if len(items) == 1:
+            return "%s: %s, %s" % (self.label, items[0].progress(), elapsed)
+        done = [item for item in items if item.done]
+        failed = sum(1 for item in done if item.failed)
+        return "%s: %d/%d done (%d failed), %d running, %s" % (self.label, len(done), len(items), failed,
+                                                              len(items) - len(done), elapsed)
+
+
 def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
-                    sleep=time.sleep, pool=None):
+                    sleep=time.sleep, pool=None, progress=None):
     """Poll every unfinished item once per round (concurrently) until all are done or the deadline
-    passes. Returns True when the deadline ended the wait."""
+    passes. Returns True when the deadline ended the wait. Between rounds, ``progress`` (a Progress)
+    gets its ticks, also within a long poll_interval."""
     deadline = clock() + wait_timeout
+    if progress is not None:
+        progress.track(items)
     while True:
         round_start = clock()
         pending = [item for item in items if not item.done]
@@ -196,18 +263,29 @@ def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clo
         next_round = round_start + poll_interval
         if next_round > deadline:
             return True
-        sleep(max(0.0, next_round - clock()))
+        # Nap until the next round, waking for a progress line that falls due before it.
+        while True:
+            if progress is not None:
+                progress.tick()
+            now = clock()
+            if now >= next_round:
+                break
+            wake = next_round
+            due = progress.next_due() if progress is not None else None
+            if due is not None and now < due < wake:
+                wake = due
+            sleep(wake - now)
 
 
 def wait_for_tickets(client, ticket_ids, wait_timeout, poll_interval, wait=True, messages="on_failure",
-                     clock=time.monotonic, sleep=time.sleep):
+                     clock=time.monotonic, sleep=time.sleep, progress=None):
     """Poll every ticket until all are done or the deadline passes. Returns (tickets, timed_out)."""
     start = clock()
     tickets = [Ticket(ticket_id, start) for ticket_id in ticket_ids]
     workers = min(MAX_CONCURRENT_POLLS, max(1, len(tickets)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         timed_out = poll_until_done(tickets, lambda t: poll_ticket(client, t, clock), wait_timeout, poll_interval,
-                                    wait=wait, clock=clock, sleep=sleep, pool=pool)
+                                    wait=wait, clock=clock, sleep=sleep, pool=pool, progress=progress)
         wanted = [t for t in tickets if t.error is None and (
             messages == "always" or (messages == "on_failure" and t.status == "failure"))]
         list(pool.map(lambda t: fetch_messages(client, t), wanted))
@@ -230,6 +308,15 @@ class MigrationRun(object):
     @property
     def done(self):
         return self.error is not None or (self.state is not None and self.state not in self.ACTIVE)
+
+    @property
+    def failed(self):
+        return self.error is not None or (self.state or "").endswith("-failed")
+
+    def progress(self):
+        if self.error is not None:
+            return "migration %s could not be read" % self.migration_id
+        return "migration %s %s" % (self.migration_id, self.state or "not read yet")
 
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
@@ -255,14 +342,14 @@ def poll_migration(client, run, clock=time.monotonic):
 
 
 def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
-                        sleep=time.sleep):
+                        sleep=time.sleep, progress=None):
     """Follow migrations by their state until none is running. Returns (runs, timed_out)."""
     start = clock()
     runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
     workers = min(MAX_CONCURRENT_POLLS, max(1, len(runs)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         timed_out = poll_until_done(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval,
-                                    wait=wait, clock=clock, sleep=sleep, pool=pool)
+                                    wait=wait, clock=clock, sleep=sleep, pool=pool, progress=progress)
     return runs, timed_out
 
 
@@ -270,7 +357,15 @@ def wait_options(params):
     """The shared wait options, checked once for every module that waits."""
     validate_poll(params)
     return dict(wait=params.get("wait", True), wait_timeout=params["wait_timeout"],
-                poll_interval=params["poll_interval"])
+                poll_interval=params["poll_interval"], progress_interval=params.get("progress_interval", 0))
+
+
+def progress_for(label, params, ctx, client=None):
+    """The Progress of a task's waits: lines to the runner's channel (ctx.progress), redacted."""
+    emit = None
+    if getattr(ctx, "progress", None) is not None:
+        emit = (lambda line: ctx.progress(client.redact(line))) if client is not None else ctx.progress
+    return Progress(label, params.get("progress_interval") or 0, emit)
 
 
 def wait_summary(items, timed_out, clock=time.monotonic, succeeded=("success",),

@@ -30,6 +30,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import 
     record_state,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+    progress_for,
     wait_for_migrations,
     wait_for_tickets,
     wait_options,
@@ -151,7 +152,7 @@ def _judge_run(run, timed_out, params):
     return run.state
 
 
-def _wait(client, results, params, what):
+def _wait(client, results, params, what, progress):
     """Wait for the tickets started and the runs found running, all at once; fold the outcome into
     each result (as the single form would have returned or raised it)."""
     started = [r for r in results if not r.get("failed") and r.get("ticket_id")]
@@ -159,9 +160,10 @@ def _wait(client, results, params, what):
     options = wait_options(params)
     with ThreadPoolExecutor(max_workers=2) as pool:
         tickets = pool.submit(wait_for_tickets, client, [r["ticket_id"] for r in started], options["wait_timeout"],
-                              options["poll_interval"], messages=params["messages"]) if started else None
+                              options["poll_interval"], messages=params["messages"],
+                              progress=progress) if started else None
         runs = pool.submit(wait_for_migrations, client, [r["migration_id"] for r in running],
-                           options["wait_timeout"], options["poll_interval"]) if running else None
+                           options["wait_timeout"], options["poll_interval"], progress=progress) if running else None
         if tickets is not None:
             waited, timed_out = tickets.result()
             for result, entry in zip(started, wait_summary(waited, timed_out)["results"]):
@@ -186,20 +188,6 @@ def _fold(result, judge):
     except ModuleFailure as failure:
         result.update(failure.details)
         result.update(failed=True, msg=failure.msg)
-
-
-def _wait_one(client, ticket_id, params, what):
-    """Wait on one ticket; return the result keys for it, or raise on failure/timeout."""
-    options = wait_options(params)
-    tickets, timed_out = wait_for_tickets(client, [ticket_id], options["wait_timeout"], options["poll_interval"],
-                                          messages=params["messages"])
-    return _judge_ticket(wait_summary(tickets, timed_out)["results"][0], timed_out, params, what)
-
-
-def _wait_for_state(client, migration_id, params):
-    """Follow one migration's state until its run ends; return the final state."""
-    runs, timed_out = wait_for_migrations(client, [migration_id], params["wait_timeout"], params["poll_interval"])
-    return _judge_run(runs[0], timed_out, params)
 
 
 def _start_preflight(params, ctx):
@@ -254,13 +242,15 @@ def _start_ready(params, ctx):
     return result
 
 
-def _run_started(params, ctx, start, what):
+def _run_started(params, ctx, start, what, label):
     """Start (and with wait, wait for) one migration or every migration of migration_ids."""
     wait_options(params)
     if params.get("migration_ids") is None:
         result = start(params, ctx)
-        if params["wait"]:
-            _wait(ctx.client(), [result], params, what)
+        if params["wait"] and (result.get("ticket_id") or result.get("already_running")):
+            client = ctx.client()
+            _wait(client, [result], params, what,
+                  progress_for("%s: migration %s" % (label, result["migration_id"]), params, ctx, client))
             if result.get("failed"):
                 result.pop("failed")
                 raise ModuleFailure(result.pop("msg"), **result)
@@ -281,16 +271,16 @@ def _run_started(params, ctx, start, what):
 
     results = run_for_each(ids, one)
     if params["wait"]:
-        _wait(client, results, params, what)
+        _wait(client, results, params, what, progress_for(label, params, ctx, client))
     return list_result(results, "migrations", lambda r: "migration %s" % r["migration_id"])
 
 
 def run_preflight(params, ctx):
-    return _run_started(params, ctx, _start_preflight, "preflight")
+    return _run_started(params, ctx, _start_preflight, "preflight", "migration_preflight")
 
 
 def run_ready(params, ctx):
-    return _run_started(params, ctx, _start_ready, "migration run")
+    return _run_started(params, ctx, _start_ready, "migration run", "migration_ready")
 
 
 def run_wait(params, ctx):
@@ -319,7 +309,8 @@ def run_wait(params, ctx):
                                 "ASCII without spaces, at most %d characters)." % (option, MAX_TICKET_ID))
     client = ctx.client()
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
-                                          wait=options["wait"], messages=params["messages"])
+                                          wait=options["wait"], messages=params["messages"],
+                                          progress=progress_for("response_ticket_wait", params, ctx, client))
     summary = wait_summary(tickets, timed_out)
     result = dict(changed=False, tickets=summary.pop("results"), **summary)
     if single:
@@ -336,8 +327,10 @@ def _wait_migrations(params, options, ctx):
         raise ModuleFailure("migration_ids is empty: pass at least one migration ID.")
     if any(i <= 0 for i in ids):
         raise ModuleFailure("migration_ids must hold positive integers.")
-    runs, timed_out = wait_for_migrations(ctx.client(), ids, options["wait_timeout"], options["poll_interval"],
-                                          wait=options["wait"])
+    client = ctx.client()
+    runs, timed_out = wait_for_migrations(client, ids, options["wait_timeout"], options["poll_interval"],
+                                          wait=options["wait"],
+                                          progress=progress_for("response_ticket_wait", params, ctx, client))
     summary = wait_summary(runs, timed_out, succeeded=RUN_SUCCEEDED, failed=RUN_FAILED)
     result = dict(changed=False, migrations=summary.pop("results"), **summary)
     failures = [m for m in result["migrations"] if m["state"] in RUN_FAILED[:2]]

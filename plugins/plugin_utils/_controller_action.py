@@ -12,6 +12,10 @@ run these tasks for whole fleets. The module's logic is plain code in module_uti
 plugin validates the task arguments against the module's own argument spec (same object: defaults,
 choices, mutual exclusions, env fallbacks), runs the logic here, and masks no_log values in the result
 exactly as AnsibleModule.exit_json does. ``wpcloud_hosting_execution: module`` runs the classic module.
+
+Progress of long waits goes through Ansible's Display: in the worker process that runs this plugin it is
+proxied to the main process, which prints it at once (terminal, a pipe, ansible-runner's stdout, where it
+becomes a ``verbose`` event, which AWX shows). A classic module process has no such channel.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
     ModuleContext,
     ModuleFailure,
 )
+
+display = Display()
 
 COLLECTION = "wpcloud.hosting"
 EXECUTION_VAR = "wpcloud_hosting_execution"
@@ -81,7 +88,8 @@ class ControllerModuleAction(ActionBase):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
-        outcome = self._run_logic(fqcn, module_file, validation, params, no_log_values)
+        outcome = self._run_logic(fqcn, module_file, validation, params, no_log_values,
+                                  task_vars.get("inventory_hostname"))
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}
@@ -121,7 +129,7 @@ class ControllerModuleAction(ActionBase):
         outcome["msg"] = "%s; %s" % (outcome["msg"], note) if outcome.get("msg") else note
         outcome["changed"] = bool(outcome.get("changed")) or module_file.CHECK_MODE_NULLS["changed"]
 
-    def _run_logic(self, fqcn, module_file, validation, params, no_log_values):
+    def _run_logic(self, fqcn, module_file, validation, params, no_log_values, host=None):
         if validation.error_messages:
             error = validation.errors[0]
             msg = validation.errors.msg
@@ -130,7 +138,7 @@ class ControllerModuleAction(ActionBase):
             return {"failed": True, "msg": msg}
         warnings = []
         ctx = ModuleContext(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
-                            warn=warnings.append)
+                            warn=warnings.append, progress=lambda line: display.display("[%s] %s" % (host, line)))
         try:
             outcome = module_file.run_logic(params, ctx)
         except ModuleFailure as failure:

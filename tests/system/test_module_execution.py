@@ -8,8 +8,13 @@ same state, and compares the registered results after removing values that diffe
 
 import json
 import re
+import subprocess
+import time
 
-from playbooks import emulator_vars, run_playbook
+import pytest
+
+from launcher import start_emulator
+from playbooks import BIN, ansible_env, emulator_vars, localhost_inventory, run_playbook
 
 PLAYBOOK = r"""
 - hosts: localhost
@@ -211,3 +216,90 @@ def test_a_workflow_in_check_mode_says_what_it_would_do_and_writes_nothing(emula
             assert "2 null IDs" in r["fleet_wait"]["msg"] and r["fleet_wait"]["changed"] is False
         if "--diff" in args:
             assert "remote-port" in output, name   # the create's diff is shown
+
+
+# -- progress while waiting (issue 13) -------------------------------------------------------------------------
+
+PROGRESS_PLAYBOOK = r"""
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ wpcloud_api_url }}"
+      api_key: "{{ wpcloud_api_key }}"
+      ca_path: "{{ wpcloud_ca_path }}"
+  tasks:
+    - name: Two migrations
+      wpcloud.hosting.migration:
+        remote_host: slow.example
+        remote_user: www
+        migrations: [{site: "63001"}, {site: "63002"}]
+      register: fleet
+    - name: Preflight both
+      wpcloud.hosting.migration_preflight:
+        migration_ids: "{{ fleet.results | map(attribute='migration_id') | list }}"
+        progress_interval: 1
+    - name: Run one
+      wpcloud.hosting.migration_ready:
+        migration_id: "{{ fleet.results[0].migration_id }}"
+        progress_interval: 1
+"""
+
+
+@pytest.fixture
+def slow_emulator(tmp_path):
+    emu = start_emulator(tmp_path / "emulator", extra_args=["--accept-delay", "0.3"])
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 4},
+                                  "run": {"outcome": "success", "duration": 4}}})
+    emu.add_site(63001, "progress-1.example", allow_migration=True)
+    emu.add_site(63002, "progress-2.example", allow_migration=True)
+    yield emu
+    emu.stop()
+
+
+def run_piped(emu, tmp_path, execution):
+    """ansible-playbook with its output piped to a file, as in CI or `| tee`; returns the file's text and, per
+    progress line, how many seconds before the end of the run it was already in the file."""
+    playbook = tmp_path / "progress.yml"
+    playbook.write_text(PROGRESS_PLAYBOOK)
+    out = tmp_path / ("progress-%s.txt" % execution)
+    extra = dict(emulator_vars(emu), wpcloud_hosting_execution=execution)
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(localhost_inventory(tmp_path)), str(playbook),
+           "-e", json.dumps(extra)]
+    first_seen = {}
+    with open(out, "w") as handle:
+        proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, env=ansible_env(tmp_path),
+                                cwd=str(tmp_path))
+        while proc.poll() is None:
+            for line in out.read_text().splitlines():
+                first_seen.setdefault(line, time.monotonic())
+            time.sleep(0.1)
+    end = time.monotonic()
+    text = out.read_text()
+    assert proc.returncode == 0, text[-3000:]
+    lead = {line: end - seen for line, seen in first_seen.items() if PROGRESS_LINE.search(line)}
+    return text, lead
+
+
+PROGRESS_LINE = re.compile(r"^\[localhost\] (migration_preflight|migration_ready)(: migration \d+)?: ")
+
+
+def test_progress_lines_reach_a_pipe_while_the_wait_runs(slow_emulator, tmp_path):
+    text, lead = run_piped(slow_emulator, tmp_path, "controller")
+    lines = [line for line in text.splitlines() if PROGRESS_LINE.search(line)]
+    fleet = [line for line in lines if line.startswith("[localhost] migration_preflight: ")]
+    single = [line for line in lines if line.startswith("[localhost] migration_ready: migration ")]
+    assert len(fleet) >= 3 and len(single) >= 3, text
+    assert re.match(r"^\[localhost\] migration_preflight: [0-2]/2 done \(0 failed\), [0-2] running, \d+ s elapsed$",
+                    fleet[0]), fleet
+    assert re.match(r"^\[localhost\] migration_ready: migration \d+: ticket \S+ (pending|running) \(\d+ responses?\), "
+                    r"\d+ s elapsed$", single[-1]), single
+    # streamed: the first preflight line was in the file while the run had seconds to go
+    assert max(lead[line] for line in fleet) > 4, lead
+    assert slow_emulator.api_key not in text
+
+
+def test_the_classic_module_path_cannot_stream_progress(slow_emulator, tmp_path):
+    """Documented in the WAIT fragment: a module process's output is read when it ends."""
+    text, lead = run_piped(slow_emulator, tmp_path, "module")
+    assert lead == {} and "failed=0" in text

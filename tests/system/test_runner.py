@@ -23,6 +23,7 @@ passwords) in any file under ``artifacts/`` nor in the events, in clear, base64 
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -265,3 +266,72 @@ def test_wrong_vault_password_fails_the_job_without_showing_it(tmp_path, scripte
     assert "Decryption failed" in stdout or "decrypt" in stdout.lower(), stdout[-3000:]
     assert wrong not in stdout and wrong not in json.dumps(list(result.events))
     assert not [e for e in scripted_emulator.requests_log() if e["write"]]
+
+
+PROGRESS_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Two migrations
+      wpcloud.hosting.migration:
+        remote_host: src.example
+        remote_user: www
+        migrations: [{site: "%(site_1)s"}, {site: "%(site_2)s"}]
+      register: fleet
+    - name: Preflight both and wait
+      wpcloud.hosting.migration_preflight:
+        migration_ids: "{{ fleet.results | map(attribute='migration_id') | list }}"
+        progress_interval: 1
+"""
+
+
+def test_progress_lines_are_verbose_events_while_the_wait_runs(tmp_path, scripted_emulator):
+    """What AWX shows while a job waits: each progress line is a `verbose` event that the runner emits when
+    the line is printed (not at the end of the task), and it is in the job's stdout."""
+    import time
+    emu = scripted_emulator
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 5},
+                                  "run": {"outcome": "success", "duration": 0.5}}})
+    site_1, site_2 = 43001 + (os.getpid() % 500) * 10, 43002 + (os.getpid() % 500) * 10
+    for site in (site_1, site_2):
+        emu.add_site(site, "progress%d.example" % site, allow_migration=True)
+    pdd = tmp_path / "pdd"
+    for sub in ("project", "env", "inventory"):
+        (pdd / sub).mkdir(parents=True)
+    (pdd / "project" / "progress.yml").write_text(PROGRESS_PLAYBOOK % {"site_1": site_1, "site_2": site_2})
+    coll = pdd / "project" / "collections" / "ansible_collections" / "wpcloud"
+    coll.mkdir(parents=True)
+    (coll / "hosting").symlink_to(ROOT)
+    (pdd / "inventory" / "hosts").write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n"
+                                             % sys.executable)
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump({
+        "WPCLOUD_API_KEY": emu.api_key, "WPCLOUD_API_URL": emu.url, "WPCLOUD_CA_PATH": emu.ca_path,
+        "ANSIBLE_COLLECTIONS_PATH": str(pdd / "project" / "collections"),
+        "ANSIBLE_HOME": str(tmp_path / "ansible-home"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+        "ANSIBLE_CONFIG": str(tmp_path / "no-ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+        "PATH": "%s:%s" % (BIN, os.environ.get("PATH", ""))}))
+    arrived = []
+
+    def handler(event):
+        arrived.append((time.monotonic(), event))
+        return True
+
+    result = ansible_runner.run(private_data_dir=str(pdd), playbook="progress.yml", quiet=True, ident="progress",
+                                event_handler=handler)
+    stdout = (pdd / "artifacts" / "progress" / "stdout").read_text()
+    assert result.status == "successful", stdout[-3000:]
+    progress = [(when, e) for when, e in arrived
+                if e["event"] == "verbose" and "migration_preflight: " in e.get("stdout", "")]
+    assert len(progress) >= 3, [e.get("stdout") for when, e in arrived]
+    for dummy, event in progress:
+        assert re.match(r"^\[localhost\] migration_preflight: [0-2]/2 done \([0-2] failed\), [0-2] running, "
+                        r"\d+ s elapsed$", event["stdout"]), event["stdout"]
+        assert event["stdout"] in stdout
+    # live: the first line arrived seconds before the task's result
+    done = [when for when, e in arrived if e["event"] == "runner_on_ok"
+            and e["event_data"].get("task") == "Preflight both and wait"]
+    assert done and done[0] - progress[0][0] > 2.5, (done, [when for when, dummy in progress])
+    # one second apart, give or take a poll
+    gaps = [b[0] - a[0] for a, b in zip(progress, progress[1:])]
+    assert all(0.5 < gap < 2.5 for gap in gaps), gaps
+    assert emu.api_key not in json.dumps([e for dummy, e in arrived]) and emu.api_key not in stdout
