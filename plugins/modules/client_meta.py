@@ -75,33 +75,29 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Point webhooks at our receiver
-  wpcloud.hosting.client_meta:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    client: "{{ wpcloud_client }}"
-    key: webhook_url
-    value: https://hooks.example.com/wpcloud
+- name: Configure the account's webhooks (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Point webhooks at our receiver
+      wpcloud.hosting.client_meta:
+        client: "{{ wpcloud_client }}"
+        key: webhook_url
+        value: https://hooks.example.com/wpcloud
 
-- name: Set the webhook signing key once (vaulted variable)
-  wpcloud.hosting.client_meta:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    client: "{{ wpcloud_client }}"
-    key: webhook_hmac_key
-    secret_value: "{{ vault_webhook_hmac_key }}"
-    update_secret: on_create
+    - name: Set the webhook signing key (vaulted variable); sent only when none is set
+      wpcloud.hosting.client_meta:
+        client: "{{ wpcloud_client }}"
+        key: webhook_hmac_key
+        secret_value: "{{ vault_webhook_hmac_key }}"
 
-- name: Stop webhooks
-  wpcloud.hosting.client_meta:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    client: "{{ wpcloud_client }}"
-    key: webhook_url
-    state: absent
+    - name: Stop webhooks
+      wpcloud.hosting.client_meta:
+        client: "{{ wpcloud_client }}"
+        key: webhook_url
+        state: absent
 '''
 
 RETURN = r'''

@@ -187,49 +187,48 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Create a migration with an identity the service generates
-  wpcloud.hosting.migration:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    site: "{{ wpcloud_example_site | default('dest2.example') }}"
-    remote_host: source.example.net
-    remote_user: www
-    remote_docroot: /home/www/public_html
-  register: created
-
-- name: Show the public key to add to the source's authorized_keys
-  ansible.builtin.debug:
-    var: created.ssh_id_pub
-
-- name: Switch it to a passphrase-protected key (vaulted variables)
-  wpcloud.hosting.migration:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_id: "{{ created.migration_id }}"
-    ssh_id: "{{ vault_source_ssh_key }}"
-    ssh_id_pass: "{{ vault_source_ssh_key_passphrase }}"
-  when: vault_source_ssh_key is defined
-
-- name: Manage a fleet's migrations in one task; the shared options are given once
-  wpcloud.hosting.migration:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    remote_host: source.example.net
-    remote_user: www
-    migrations:
-      - site: "{{ wpcloud_example_site | default('dest2.example') }}"
+- name: Set up migrations (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Create a migration with an identity the service generates
+      wpcloud.hosting.migration:
+        site: dest2.example
+        remote_host: source.example.net
+        remote_user: www
+        remote_port: 2022
         remote_docroot: /home/www/public_html
-  register: fleet
+      register: created
 
-- name: Show each site's migration
-  ansible.builtin.debug:
-    msg: "site {{ item.site }}: migration {{ item.migration_id }} ({{ item.operation }})"
-  loop: "{{ fleet.results }}"
-  loop_control:
-    label: "{{ item.site }}"
+    - name: Show the public key to add to the source's authorized_keys
+      ansible.builtin.debug:
+        var: created.ssh_id_pub
+
+    - name: Switch it to a passphrase-protected key (vaulted variables); remote_port and the rest are kept
+      wpcloud.hosting.migration:
+        migration_id: "{{ created.migration_id }}"
+        ssh_id: "{{ vault_source_ssh_key }}"
+        ssh_id_pass: "{{ vault_source_ssh_key_passphrase }}"
+
+    - name: Manage a fleet's migrations in one task; the shared options are given once
+      wpcloud.hosting.migration:
+        remote_host: source.example.net
+        remote_user: www
+        migrations:
+          - site: dest2.example
+            remote_docroot: /home/www/public_html
+          - site: dest3.example
+            remote_docroot: /home/shop/public_html
+      register: fleet
+
+    - name: Show each site's migration
+      ansible.builtin.debug:
+        msg: "site {{ item.site }}: migration {{ item.migration_id }} ({{ item.operation }})"
+      loop: "{{ fleet.results }}"
+      loop_control:
+        label: "{{ item.site }}"
 '''
 
 RETURN = r'''

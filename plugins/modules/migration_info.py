@@ -41,33 +41,34 @@ extends_documentation_fragment:
 '''
 
 EXAMPLES = r'''
-- name: Read the migration attached to a site
-  wpcloud.hosting.migration_info:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    site: "{{ wpcloud_example_site | default('dest2.example') }}"
-  register: info
+- name: Read migrations (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Read the migration attached to a site
+      wpcloud.hosting.migration_info:
+        site: dest2.example
+      register: info
 
-- name: Show its state
-  ansible.builtin.debug:
-    msg: "{{ info.migration_id }} is {{ info.state | default('absent') }}"
+    - name: Show its state
+      ansible.builtin.debug:
+        msg: "{{ info.migration_id }} is {{ info.state | default('absent') }}"
 
-- name: Read the migrations of a whole fleet in one task
-  wpcloud.hosting.migration_info:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    sites:
-      - "{{ wpcloud_example_site | default('dest2.example') }}"
-  register: fleet
+    - name: Read the migrations of a whole fleet in one task
+      wpcloud.hosting.migration_info:
+        sites:
+          - dest2.example
+          - dest3.example
+      register: fleet
 
-- name: Show each site's migration state
-  ansible.builtin.debug:
-    msg: "site {{ item.site }}: {{ item.state | default('no migration') }}"
-  loop: "{{ fleet.results }}"
-  loop_control:
-    label: "{{ item.site }}"
+    - name: Show each site's migration state
+      ansible.builtin.debug:
+        msg: "site {{ item.site }}: {{ item.state | default('no migration') }}"
+      loop: "{{ fleet.results }}"
+      loop_control:
+        label: "{{ item.site }}"
 '''
 
 RETURN = r'''

@@ -66,38 +66,50 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Run preflight and stop with the diagnosis on failure
-  wpcloud.hosting.migration_preflight:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_id: "{{ wpcloud_example_migration_id | default(42) }}"
-    wait_timeout: 600
-  register: preflight
-  ignore_errors: true
+- name: Test migrations before they run (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Find the migration of the site
+      wpcloud.hosting.migration_info:
+        site: dest2.example
+      register: info
 
-- name: Say what to fix
-  ansible.builtin.debug:
-    msg: "{{ preflight.diagnosis.code }}: {{ preflight.diagnosis.hint }}"
-  when: preflight is failed and preflight.diagnosis is defined
+    - name: Run preflight and stop with the diagnosis on failure
+      wpcloud.hosting.migration_preflight:
+        migration_id: "{{ info.migration_id }}"
+        wait_timeout: 600
+        progress_interval: 30
+      register: preflight
+      ignore_errors: true
 
-- name: Preflight a whole fleet in one task; one failure does not stop the others
-  wpcloud.hosting.migration_preflight:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_ids:
-      - "{{ wpcloud_example_migration_id | default(42) }}"
-    wait_timeout: 600
-  register: fleet
-  ignore_errors: true
+    - name: Say what to fix
+      ansible.builtin.debug:
+        msg: "{{ preflight.diagnosis.code }}: {{ preflight.diagnosis.hint }}"
+      when: preflight is failed and preflight.diagnosis is defined
 
-- name: Say what to fix, migration by migration
-  ansible.builtin.debug:
-    msg: "{{ item.migration_id }}: {{ item.diagnosis.code | default('ok') }} {{ item.diagnosis.hint | default('') }}"
-  loop: "{{ fleet.results }}"
-  loop_control:
-    label: "{{ item.migration_id }}"
+    - name: Find the migrations of a fleet
+      wpcloud.hosting.migration_info:
+        sites:
+          - dest2.example
+          - dest3.example
+      register: fleet_info
+
+    - name: Preflight the whole fleet in one task; one failure does not stop the others
+      wpcloud.hosting.migration_preflight:
+        migration_ids: "{{ fleet_info.results | map(attribute='migration_id') | list }}"
+        wait_timeout: 600
+      register: fleet
+      ignore_errors: true
+
+    - name: Say what to fix, migration by migration
+      ansible.builtin.debug:
+        msg: "{{ item.migration_id }}: {{ item.diagnosis.code | default('ok') }} {{ item.diagnosis.hint | default('') }}"
+      loop: "{{ fleet.results }}"
+      loop_control:
+        label: "{{ item.migration_id }}"
 '''
 
 RETURN = r'''

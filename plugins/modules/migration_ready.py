@@ -77,33 +77,44 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Start the run and wait for it
-  wpcloud.hosting.migration_ready:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_id: "{{ wpcloud_example_migration_id | default(42) }}"
-    wait_timeout: 7200
-  register: run
-  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+- name: Run migrations (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Find the migration of the site
+      wpcloud.hosting.migration_info:
+        site: dest2.example
+      register: info
 
-- name: Preflight a fleet again before refreshing it (a run needs a preflight since the last change)
-  wpcloud.hosting.migration_preflight:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_ids:
-      - "{{ wpcloud_example_migration_id | default(42) }}"
+    - name: Preflight it (a run needs a preflight that succeeded since the last change)
+      wpcloud.hosting.migration_preflight:
+        migration_id: "{{ info.migration_id }}"
 
-- name: Start the fleet's runs in one task and wait for all of them
-  wpcloud.hosting.migration_ready:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_ids:
-      - "{{ wpcloud_example_migration_id | default(42) }}"
-    wait_timeout: 7200
-  register: fleet
+    - name: Start the run and wait for it, with a progress line every minute
+      wpcloud.hosting.migration_ready:
+        migration_id: "{{ info.migration_id }}"
+        wait_timeout: 7200
+        progress_interval: 60
+      register: run
+
+    - name: Find the migrations of a fleet
+      wpcloud.hosting.migration_info:
+        sites:
+          - dest2.example
+          - dest3.example
+      register: fleet_info
+
+    - name: Preflight the fleet again before refreshing it
+      wpcloud.hosting.migration_preflight:
+        migration_ids: "{{ fleet_info.results | map(attribute='migration_id') | list }}"
+
+    - name: Start the fleet's runs in one task and wait for all of them
+      wpcloud.hosting.migration_ready:
+        migration_ids: "{{ fleet_info.results | map(attribute='migration_id') | list }}"
+        wait_timeout: 7200
+      register: fleet
 '''
 
 RETURN = r'''

@@ -60,33 +60,41 @@ notes:
 '''
 
 EXAMPLES = r'''
-- name: Wait for one ticket
-  wpcloud.hosting.response_ticket_wait:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    ticket_id: "{{ wpcloud_example_ticket_id | default('697101d62363a84200817088867.243054b9b46e78e7.1') }}"
-    wait_timeout: 600
-  register: one
-  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+- name: Wait for tickets (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Find the migrations of a fleet
+      wpcloud.hosting.migration_info:
+        sites:
+          - dest2.example
+          - dest3.example
+      register: fleet_info
 
-- name: Wait for every site's ticket at once, reporting failures instead of failing
-  wpcloud.hosting.response_ticket_wait:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    ticket_ids: "{{ wpcloud_example_ticket_ids | default(['697101d62363a84200817088867.243054b9b46e78e7.1']) }}"
-    fail_on_failure: false
-  register: all_tickets
-  ignore_errors: "{{ wpcloud_example_ignore_errors | default(false) }}"
+    - name: Start their preflights without waiting
+      wpcloud.hosting.migration_preflight:
+        migration_ids: "{{ fleet_info.results | map(attribute='migration_id') | list }}"
+        wait: false
+      register: started
 
-- name: Follow migrations whose run ticket is unknown, by their state
-  wpcloud.hosting.response_ticket_wait:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    migration_ids: ["{{ wpcloud_example_migration_id | default(42) }}"]
-    wait_timeout: 600
+    - name: Wait for one ticket
+      wpcloud.hosting.response_ticket_wait:
+        ticket_id: "{{ started.results[0].ticket_id }}"
+        wait_timeout: 600
+      register: one
+
+    - name: Wait for every site's ticket at once, reporting failures instead of failing
+      wpcloud.hosting.response_ticket_wait:
+        ticket_ids: "{{ started.results | map(attribute='ticket_id') | list }}"
+        fail_on_failure: false
+      register: all_tickets
+
+    - name: Follow migrations whose run ticket is unknown, by their state
+      wpcloud.hosting.response_ticket_wait:
+        migration_ids: "{{ fleet_info.results | map(attribute='migration_id') | list }}"
+        wait_timeout: 600
 '''
 
 RETURN = r'''
@@ -185,8 +193,8 @@ timed_out:
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
-    WAIT_MODULE_ARGUMENT_SPEC,
     WAIT_CHECK_MODE_NULLS,
+    WAIT_MODULE_ARGUMENT_SPEC,
     WAIT_MUTUALLY_EXCLUSIVE,
     WAIT_REQUIRED_ONE_OF,
     run_wait as run_logic,

@@ -58,32 +58,33 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Accept a migration into the destination site
-  wpcloud.hosting.site_allow_migration:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    site: "{{ wpcloud_example_site | default('dest1.example') }}"
-    confirm_overwrite: true
-  register: allow
+- name: Accept migrations (connection options once for the block)
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: https://atomic-api.wordpress.com
+      api_key: "{{ vault_wpcloud_api_key }}"
+  block:
+    - name: Accept a migration into the destination site
+      wpcloud.hosting.site_allow_migration:
+        site: dest1.example
+        confirm_overwrite: true
+      register: allow
 
-- name: Show whether a migration is attached already
-  ansible.builtin.debug:
-    msg: "ready={{ allow.ready }} migration={{ allow.migration_id }}"
+    - name: Show whether a migration is attached already
+      ansible.builtin.debug:
+        msg: "ready={{ allow.ready }} migration={{ allow.migration_id }}"
 
-- name: Accept migrations into a whole fleet in one task
-  wpcloud.hosting.site_allow_migration:
-    api_url: "{{ wpcloud_api_url }}"
-    api_key: "{{ wpcloud_api_key }}"
-    ca_path: "{{ wpcloud_ca_path | default(omit) }}"
-    sites:
-      - "{{ wpcloud_example_site | default('dest1.example') }}"
-    confirm_overwrite: true
-  register: fleet
+    - name: Accept migrations into a whole fleet in one task
+      wpcloud.hosting.site_allow_migration:
+        sites:
+          - dest1.example
+          - dest2.example
+        confirm_overwrite: true
+      register: fleet
 
-- name: Show which sites accept a new migration
-  ansible.builtin.debug:
-    msg: "{{ fleet.results | items2dict(key_name='site', value_name='ready') }}"
+    - name: Show which sites accept a new migration
+      ansible.builtin.debug:
+        msg: "{{ fleet.results | items2dict(key_name='site', value_name='ready') }}"
 '''
 
 RETURN = r'''
