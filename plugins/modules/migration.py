@@ -75,7 +75,8 @@ options:
         type: str
       remote_port:
         description:
-          - As O(remote_port). Left out, the task's O(remote_port).
+          - As O(remote_port). Left out, the task's O(remote_port) when the task gives one; else the stored
+            port is kept (V(22) on create).
         type: int
       remote_pass:
         description:
