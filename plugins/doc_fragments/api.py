@@ -85,7 +85,8 @@ options:
     default: 1.0
   progress_interval:
     description:
-      - While it waits, the task prints a progress line at least every this many seconds, at the default
+      - >-
+        While it waits, the task prints a progress line at least every this many seconds, at the default
         verbosity, for example C([localhost] migration_ready: 37/100 done (2 failed), 61 running, 124 s elapsed);
         a wait on one ticket shows its state. The lines never hold a secret. V(0) turns them off.
       - They reach the terminal, C(ansible-playbook) output piped to a file, and ansible-runner's stdout and

@@ -409,8 +409,8 @@ def unsent_warning(fields, migration_ids):
     if len(migration_ids) > 10:
         ids += " and %d more" % (len(migration_ids) - 10)
     where = "migration %s" % ids if len(migration_ids) == 1 else "%d migrations (%s)" % (len(migration_ids), ids)
-    return "%s %s given but not sent to %s: %s" % ("/".join(fields), "was" if len(fields) == 1 else "were",
-                                                  where, UNSENT_HINT)
+    verb = "was" if len(fields) == 1 else "were"
+    return "%s %s given but not sent to %s: %s" % ("/".join(fields), verb, where, UNSENT_HINT)
 
 
 def _record_fingerprint(params, recorded, migration_id, fingerprint):

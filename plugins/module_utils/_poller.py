@@ -136,8 +136,8 @@ class Ticket(object):
     def progress(self):
         if self.error is not None:
             return "ticket %s could not be read" % self.ticket_id
-        return "ticket %s %s (%d response%s)" % (self.ticket_id, self.status, self.response_count,
-                                                "" if self.response_count == 1 else "s")
+        plural = "" if self.response_count == 1 else "s"
+        return "ticket %s %s (%d response%s)" % (self.ticket_id, self.status, self.response_count, plural)
 
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
@@ -238,8 +238,8 @@ class Progress(object):
             return "%s: %s, %s" % (self.label, items[0].progress(), elapsed)
         done = [item for item in items if item.done]
         failed = sum(1 for item in done if item.failed)
-        return "%s: %d/%d done (%d failed), %d running, %s" % (self.label, len(done), len(items), failed,
-                                                              len(items) - len(done), elapsed)
+        counts = (len(done), len(items), failed, len(items) - len(done))
+        return "%s: %d/%d done (%d failed), %d running, %s" % ((self.label,) + counts + (elapsed,))
 
 
 def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=time.monotonic,

@@ -16,9 +16,9 @@ description:
     M(wpcloud.hosting.migration_ready).
   - Without O(migration_id) the module first reads the destination's C(allow_site_migration); when it holds
     a migration ID, that migration is managed, so a re-run never creates a second migration for the site.
-  - With an existing migration, only the options given are compared, and only their differences are sent:
-    an option left out keeps the stored value (a default such as O(remote_port)'s V(22) applies only
-    when the migration is created). Credentials cannot be read back; O(update_secret) decides when they
+  - With an existing migration, only the options given are compared, and only their differences are sent.
+    An option left out keeps the stored value; a default such as V(22) for O(remote_port) applies only
+    when the migration is created. Credentials cannot be read back; O(update_secret) decides when they
     are sent.
   - Authentication is exactly one of O(remote_pass); O(ssh_id); O(ssh_id) with O(ssh_id_pass); or none,
     in which case the service generates an identity and the module returns its public key RV(ssh_id_pub),

@@ -49,7 +49,9 @@ def test_a_fleet_wait_prints_counts_at_the_interval():
     progress = Progress("migration_ready", 15, lines.append, clock=fake.clock)
     tickets = [Ticket("t.%d" % n, fake.now) for n in range(4)]
     when = {"t.0": 10, "t.1": 20, "t.2": 35, "t.3": 50}
-    status = lambda t: "failure" if t.ticket_id == "t.1" else "success"  # noqa: E731
+
+    def status(ticket):
+        return "failure" if ticket.ticket_id == "t.1" else "success"
     timed_out = poll_until_done(tickets, finish_after(fake, when, status), 1800, 1.0, clock=fake.clock,
                                 sleep=fake.sleep, progress=progress)
     assert not timed_out
