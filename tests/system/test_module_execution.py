@@ -116,7 +116,8 @@ def test_controller_and_classic_module_results_are_identical(emulator, tmp_path)
 
 # -- check mode across a module-level workflow (issue 13) ----------------------------------------------------
 
-CHECK_PLAYBOOK = r"""
+# One play on localhost with the connection options once; the tasks follow.
+PLAY = r"""
 - hosts: localhost
   gather_facts: false
   module_defaults:
@@ -125,6 +126,9 @@ CHECK_PLAYBOOK = r"""
       api_key: "{{ wpcloud_api_key }}"
       ca_path: "{{ wpcloud_ca_path }}"
   tasks:
+"""
+
+CHECK_PLAYBOOK = PLAY + r"""
     - name: Allow a migration into the site
       wpcloud.hosting.site_allow_migration: {site: "{{ site }}", confirm_overwrite: true}
       register: allowed
@@ -220,15 +224,7 @@ def test_a_workflow_in_check_mode_says_what_it_would_do_and_writes_nothing(emula
 
 # -- progress while waiting (issue 13) -------------------------------------------------------------------------
 
-PROGRESS_PLAYBOOK = r"""
-- hosts: localhost
-  gather_facts: false
-  module_defaults:
-    group/wpcloud.hosting.all:
-      api_url: "{{ wpcloud_api_url }}"
-      api_key: "{{ wpcloud_api_key }}"
-      ca_path: "{{ wpcloud_ca_path }}"
-  tasks:
+PROGRESS_PLAYBOOK = PLAY + r"""
     - name: Two migrations
       wpcloud.hosting.migration:
         remote_host: slow.example
