@@ -294,6 +294,7 @@ SECRETS_MODULES = r"""---
         client: "{{ rel_client }}"
         key: webhook_hmac_key
         secret_value: "{{ canary_webhook_hmac_key }}"
+        update_secret: always
       ignore_errors: true
 
     - name: Remove the hmac key (answer reset after processing)
