@@ -6,6 +6,7 @@ import hmac
 import http.server
 import json
 import os
+import re
 import ssl
 import statistics
 import threading
@@ -14,6 +15,7 @@ import time
 import pytest
 import requests
 
+import server
 from launcher import start_emulator
 from test_webhook_support import ref_digest, tls_files
 
@@ -579,3 +581,11 @@ def test_answers_parse_with_the_public_sdk_models(emu):
         assert isinstance(item["domain_name"], str)
     delete = call(emu, "POST", "delete-site/domain/sdk.example").json()["data"]
     sdk_validate(SDK_JOB, delete)  # SitesClient.delete: Job.model_validate(data)
+
+
+# --------------------------------------------------------------------------- the contract table stays true
+def test_design_contract_table_lists_every_endpoint():
+    design = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "design.md"), encoding="utf-8").read()
+    section = design.split("## Emulator contract", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", section, re.M))
+    assert documented == server.ENDPOINTS
