@@ -122,8 +122,8 @@ def validate_create(params):
         raise FieldError("Invalid db_charset: use one of %s" % ", ".join(COLLATIONS))
     collate = _text(params, "db_collate") or COLLATIONS[charset]
     if collate != COLLATIONS[charset]:
-        raise FieldError("db_collate %s does not match db_charset %s (use %s)" % (collate, charset,
-                                                                               COLLATIONS[charset]))
+        raise FieldError("db_collate %s does not match db_charset %s (use %s)"
+                         % (collate, charset, COLLATIONS[charset]))
     track = _text(params, "wordpress-version") or "latest"
     if track not in WP_TRACKS:
         raise FieldError("Invalid wordpress-version: use one of %s" % ", ".join(WP_TRACKS))
