@@ -252,11 +252,15 @@ class Service:
         """Wake when the next job is due, apply it, and send the webhooks outside the lock."""
         while True:
             with self.lock:
-                self._advance_jobs()
-                if not self.outbox:
-                    due = min((self.jobs[j]["done_at"] for j in self.pending_jobs), default=None)
-                    self._jobs_wake.wait(None if due is None else max(0.0, due - time.time()) + 0.001)
+                try:
                     self._advance_jobs()
+                    if not self.outbox:
+                        due = min((self.jobs[j]["done_at"] for j in self.pending_jobs), default=None)
+                        self._jobs_wake.wait(None if due is None else max(0.0, due - time.time()) + 0.001)
+                        self._advance_jobs()
+                except Exception:  # a bug here must show in the log, not silently stop every job
+                    LOG.exception("job scheduler")
+                    self._jobs_wake.wait(1.0)
                 events, self.outbox = self.outbox, []
             for client, event, site_id in events:
                 if self.sender:
