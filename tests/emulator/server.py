@@ -54,7 +54,14 @@ ROUTES = [(re.compile(pattern), name, methods, write) for pattern, name, methods
     (r"client-meta/([^/]+)/([^/]+)/update", "client_meta.update", ("POST",), True),
     (r"client-meta/([^/]+)/([^/]+)/get", "client_meta.get", BOTH, False),
     (r"client-meta/([^/]+)/([^/]+)/remove", "client_meta.remove", BOTH, True),
-    (r"get-site/([^/]+)", "site.get", ("GET",), False),
+    (r"create-site/([^/]+)", "site.create", ("POST",), True),
+    (r"get-site/([^/]+)(/extra)?", "site.get", ("GET",), False),
+    (r"get-sites/([^/]+)((?:/[^/]+)*)", "site.list", ("GET",), False),
+    (r"delete-site/([^/]+)/([^/]+)", "site.delete", ("POST",), True),
+    (r"check-can-host-domain/([^/]+)/([^/]+)", "site.check_domain", ("GET",), False),
+    (r"get-php-versions/([^/]+)", "client.php_versions", ("GET",), False),
+    (r"job-status(?:/([^/]+))?", "job.status", BOTH, False),
+    (r"job-completion(?:/([^/]+))?", "job.completion", BOTH, False),
     (r"site-meta/([^/]+)/([^/]+)/get", "site_meta.get", ("GET",), False),
     (r"site-allow-ssh-migration/([^/]+)", "site.allow_migration", ("POST",), True),
     (r"response-ticket/get/summary", "ticket.summary", ("POST",), False),
@@ -70,14 +77,15 @@ TICKET_ENDPOINTS = ("ticket.summary", "ticket.full")
 
 
 def route(path):
-    """Map a request path to (endpoint name, path arguments, methods, writes) or None."""
+    """Map a request path to (endpoint name, path arguments, methods, writes) or None.
+    An optional path part that is absent comes back as None."""
     if not path.startswith(API_PREFIX):
         return None
     rest = path[len(API_PREFIX):].rstrip("/")
     for pattern, name, methods, write in ROUTES:
         match = pattern.fullmatch(rest)
         if match:
-            return name, [unquote(group) for group in match.groups()], methods, write
+            return name, [None if group is None else unquote(group) for group in match.groups()], methods, write
     return None
 
 
@@ -391,7 +399,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if endpoint == "client_meta.remove":
                 return service.client_meta_remove(args[0], args[1])
             if endpoint == "site.get":
-                return service.site_get(args[0])
+                return service.site_get(args[0], extra=bool(args[1]))
+            if endpoint == "site.create":
+                return service.site_create(args[0], params)
+            if endpoint == "site.list":
+                return service.site_list(args[0], [key for key in args[1].split("/") if key], params)
+            if endpoint == "site.delete":
+                return service.site_delete(args[0], args[1])
+            if endpoint == "site.check_domain":
+                return service.check_domain(args[0], args[1])
+            if endpoint == "client.php_versions":
+                return service.php_versions(args[0])
+            if endpoint in ("job.status", "job.completion"):
+                # POST with jobs[] (or POST without a path ID) is the batch form: a map job-id -> status.
+                batch = self.command == "POST" and ("jobs" in params or args[0] is None)
+                read = service.job_status if endpoint == "job.status" else service.job_completion
+                if args[0] is None and not batch and endpoint == "job.completion":
+                    return 404, "Not found: job-completion needs a job ID", []
+                return read(args[0], params, batch=batch)
             if endpoint == "site_meta.get":
                 return service.site_meta_get(args[0], args[1])
             if endpoint == "site.allow_migration":
@@ -463,6 +488,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(200, srv.service.hook_add_site(body))
             elif name.startswith("sites/") and method == "GET":
                 self._send(200, srv.service.hook_get_site(unquote(name[len("sites/"):])))
+            elif name == "provisioning" and method == "POST":
+                self._send(200, {"provisioning": srv.service.hook_provisioning(body)})
+            elif name == "provisioning" and method == "GET":
+                self._send(200, {"provisioning": srv.service.hook_provisioning()})
             elif name == "executor" and method == "POST":
                 self._send(200, {"executor": self._configure_executor(body)})
             elif name == "executor" and method == "GET":

@@ -1,10 +1,13 @@
-"""The emulated service: sites, client metadata, migrations and response tickets, with their rules.
+"""The emulated service: sites, jobs, client metadata, migrations and response tickets, with their rules.
 
 Everything the HTTP layer needs is a method that returns ``(status, message, data)`` or raises
 ``ApiError``; one re-entrant lock guards all state, and every change is written to the state file
 (when there is one) before the answer goes out, so a restart never loses an acknowledged write.
+Jobs (create-site, delete-site) move with the clock: every read brings them up to date first, and a
+scheduler thread applies their effects (and sends ``site_provisioned``) when nobody is reading.
 """
 
+import bisect
 import copy
 import json
 import logging
@@ -19,6 +22,9 @@ from urllib.parse import urlsplit
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+import jobs as J
+import sites as S
+
 LOG = logging.getLogger("emulator.service")
 
 STATE_VERSION = 1
@@ -30,6 +36,14 @@ WRITE_ONLY_META = ("webhook_hmac_key",)
 RUNNING = "migration-running"
 STATES = ("new", "preflight-running", "preflight-succeeded", "preflight-failed", RUNNING,
           "migration-succeeded", "migration-failed")
+# Status of a create-site refused for a domain already in use: not documented (the docs show only
+# the message); 400 like the service's other refusals of a request's fields, not 409, which the
+# docs keep for "another operation is running" and which clients may retry. docs/api-choices.md.
+DOMAIN_USED_STATUS = 400
+# Writes refused on a site another operation holds (provisioning, deletion, a running migration):
+# the docs' "423: site locked by another operation".
+LOCKED_STATUS = 423
+RECENT_JOBS = 100  # GET job-status without an ID lists this many of the client's newest jobs
 
 
 class ApiError(Exception):
@@ -90,29 +104,56 @@ class Service:
         self.state_file = state_file
         self.sender = sender
         self.lock = threading.RLock()
+        self._jobs_wake = threading.Condition(self.lock)  # the scheduler sleeps on it until a job is due
         self.epoch = 0  # bumped by reset(): workers of an older epoch must not touch new state
         self.extra_202 = {}
         self.sites, self.client_meta, self.migrations, self.tickets = {}, {}, {}, {}
+        self.site_ids, self.domains = [], {}  # sorted IDs (get-sites paging) and domain -> ID
+        self.jobs, self.pending_jobs, self.outbox = {}, set(), []
+        self.external_domains = {d.lower() for d in config.get("external_domains", [])}
+        self.provisioning = J.normalize_config(config.get("provisioning"))
         self.next_migration_id = int(config.get("first_migration_id", 5001))
+        self.next_job_id = int(config.get("first_job_id", 7001))
+        self.next_site_id = int(config.get("first_site_id", 100001))
         self.ticket_seq = 0
         if state_file and os.path.exists(state_file):
             self._load()
         else:
             self._seed()
             self._save()
+        threading.Thread(target=self._job_loop, daemon=True, name="jobs").start()
 
     # ----------------------------------------------------------------- state and persistence
     def _seed(self):
-        self.sites = {}
+        self.sites, self.site_ids, self.domains = {}, [], {}
         for entry in self.config.get("sites", []):
-            self._put_site(int(entry["id"]), entry["domain"], bool(entry.get("allow_migration")))
+            self._hook_new_site({k: v for k, v in entry.items() if k != "provisioned"})
         self.client_meta = {self.client: {}}
         self.migrations, self.tickets, self.extra_202 = {}, {}, {}
+        self.jobs, self.pending_jobs, self.outbox = {}, set(), []
 
-    def _put_site(self, site_id, domain, allow):
-        self.sites[site_id] = {"id": site_id, "domain": domain.lower(), "created": _stamp(),
-                               "allow_site_migration": "true" if allow else None, "meta": {}}
+    def _put_site(self, site_id, settings, client, status="active"):
+        site = S.new_record(site_id, client, _stamp(), settings)
+        site["status"] = status
+        self._index_site(site)
         os.makedirs(self.storage(site_id), exist_ok=True)
+        return site
+
+    def _index_site(self, site):
+        self.sites[site["id"]] = site
+        self.domains[site["domain"]] = site["id"]
+        bisect.insort(self.site_ids, site["id"])
+
+    def _remove_site(self, site_id):
+        site = self.sites.pop(site_id, None)
+        if site is None:
+            return
+        if self.domains.get(site["domain"]) == site_id:
+            del self.domains[site["domain"]]
+        index = bisect.bisect_left(self.site_ids, site_id)
+        if index < len(self.site_ids) and self.site_ids[index] == site_id:
+            del self.site_ids[index]
+        shutil.rmtree(self.storage(site_id), ignore_errors=True)
 
     def storage(self, site_id):
         return os.path.join(self.workdir, "sites", str(site_id))
@@ -120,14 +161,20 @@ class Service:
     def _load(self):
         with open(self.state_file, encoding="utf-8") as handle:
             state = json.load(handle)
-        self.sites = {int(k): v for k, v in state["sites"].items()}
-        for site_id in self.sites:
-            os.makedirs(self.storage(site_id), exist_ok=True)
+        self.sites, self.site_ids, self.domains = {}, [], {}
+        for site in state["sites"].values():
+            self._index_site(S.complete_record(site, self.client))
+            os.makedirs(self.storage(site["id"]), exist_ok=True)
         self.client_meta = state.get("client_meta", {})
         self.client_meta.setdefault(self.client, {})
         self.migrations = {int(k): v for k, v in state.get("migrations", {}).items()}
         self.tickets = state.get("tickets", {})
+        # Jobs keep their absolute times: one due while the server was down ends at the next read.
+        self.jobs = {int(k): v for k, v in state.get("jobs", {}).items()}
+        self.pending_jobs = {job_id for job_id, job in self.jobs.items() if not job["final"]}
         self.next_migration_id = max(self.next_migration_id, state.get("next_migration_id", 0))
+        self.next_job_id = max(self.next_job_id, state.get("next_job_id", 0))
+        self.next_site_id = max(self.next_site_id, state.get("next_site_id", 0))
         self.ticket_seq = state.get("ticket_seq", 0)
         # No worker survived the restart: whatever was running ends as a failure, visibly.
         for ticket in self.tickets.values():
@@ -149,8 +196,9 @@ class Service:
         if not self.state_file:
             return
         state = {"version": STATE_VERSION, "sites": self.sites, "client_meta": self.client_meta,
-                 "migrations": self.migrations, "tickets": self.tickets,
-                 "next_migration_id": self.next_migration_id, "ticket_seq": self.ticket_seq}
+                 "migrations": self.migrations, "tickets": self.tickets, "jobs": self.jobs,
+                 "next_migration_id": self.next_migration_id, "next_job_id": self.next_job_id,
+                 "next_site_id": self.next_site_id, "ticket_seq": self.ticket_seq}
         directory = os.path.dirname(os.path.abspath(self.state_file))
         fd, tmp = tempfile.mkstemp(prefix=".state-", dir=directory)  # mkstemp creates it 0600
         try:
@@ -167,17 +215,99 @@ class Service:
             self.epoch += 1
             shutil.rmtree(os.path.join(self.workdir, "sites"), ignore_errors=True)
             self._seed()
+            self.provisioning = J.normalize_config(self.config.get("provisioning"))
             self._save()
+            self._jobs_wake.notify_all()
+
+    # ----------------------------------------------------------------- jobs over time
+    def _advance_jobs(self):
+        """Apply the effects of every job whose time is up (caller holds the lock)."""
+        if not self.pending_jobs:
+            return
+        now = time.time()
+        done = sorted((job_id for job_id in self.pending_jobs if now >= self.jobs[job_id]["done_at"]),
+                      key=lambda job_id: self.jobs[job_id]["done_at"])
+        for job_id in done:
+            job = self.jobs[job_id]
+            job["final"] = True
+            self.pending_jobs.discard(job_id)
+            site = self.sites.get(job["site_id"])
+            if site is None:
+                continue
+            if job["op"] == "create":
+                if job["outcome"] == "success":
+                    site["status"] = "active"
+                    self.outbox.append((site["client"], "site_provisioned", site["id"]))
+                else:  # a failed provisioning leaves no site behind: the domain is free again
+                    self._remove_site(site["id"])
+            elif job["outcome"] == "success":
+                self._remove_site(site["id"])
+            else:
+                site["status"] = "active"
+        if done:
+            self._save()
+            self._jobs_wake.notify_all()
+
+    def _job_loop(self):
+        """Wake when the next job is due, apply it, and send the webhooks outside the lock."""
+        while True:
+            with self.lock:
+                try:
+                    self._advance_jobs()
+                    if not self.outbox:
+                        due = min((self.jobs[j]["done_at"] for j in self.pending_jobs), default=None)
+                        self._jobs_wake.wait(None if due is None else max(0.0, due - time.time()) + 0.001)
+                        self._advance_jobs()
+                except Exception:  # a bug here must show in the log, not silently stop every job
+                    LOG.exception("job scheduler")
+                    self._jobs_wake.wait(1.0)
+                events, self.outbox = self.outbox, []
+            for client, event, site_id in events:
+                if self.sender:
+                    try:
+                        self.sender.emit(client, event, atomic_site_id=site_id, data=[])
+                    except Exception:  # a closed sender at shutdown must not kill the scheduler
+                        LOG.exception("could not queue %s for site %s", event, site_id)
+
+    def _start_job(self, op, site):
+        outcome, queued, duration = J.plan(self.provisioning, op, site["domain"])
+        job_id = self.next_job_id
+        self.next_job_id += 1
+        self.jobs[job_id] = J.new_job(job_id, op, site["client"], site["id"], site["domain"], time.time(),
+                                      outcome, queued, duration)
+        self.pending_jobs.add(job_id)
+        site["job"] = job_id
+        self._jobs_wake.notify_all()
+        return job_id
 
     # ----------------------------------------------------------------- lookups
-    def _site(self, ref):
+    def _find_site(self, ref):
         ref = str(ref).strip().lower()
-        if ref.isdigit() and int(ref) in self.sites:
-            return self.sites[int(ref)]
-        for site in self.sites.values():
-            if site["domain"] == ref:
-                return site
-        raise ApiError(404, "Site not found: %s" % ref)
+        site_id = int(ref) if ref.isdigit() else self.domains.get(ref)
+        return self.sites.get(site_id) if site_id is not None else None
+
+    def _site(self, ref):
+        """A site this key may act on: 404 when unknown, 403 when it belongs to another client."""
+        self._advance_jobs()
+        site = self._find_site(ref)
+        if site is None:
+            raise ApiError(404, "Site not found: %s" % str(ref).strip().lower())
+        if site["client"] != self.client:
+            raise ApiError(403, "Forbidden: this key cannot act on the client of site %s" % str(ref).strip())
+        return site
+
+    def _check_unlocked(self, site, doing):
+        if site["status"] == "provisioning":
+            raise ApiError(LOCKED_STATUS, "Site %s is locked: provisioning (job %s) has not finished; "
+                                          "try again when it has" % (site["id"], site.get("job")))
+        if site["status"] == "deleting":
+            raise ApiError(LOCKED_STATUS, "Site %s is locked: it is being deleted (job %s)"
+                           % (site["id"], site.get("job")))
+        if doing == "delete":
+            for mig in self.migrations.values():
+                if mig["site_id"] == site["id"] and mig["state"] in ("preflight-running", RUNNING):
+                    raise ApiError(LOCKED_STATUS, "Site %s is locked: migration %s is running"
+                                   % (site["id"], mig["id"]))
 
     def _check_client(self, client):
         if client != self.client:
@@ -248,57 +378,254 @@ class Service:
             return 200, "OK", []
 
     # ----------------------------------------------------------------- sites
-    def site_get(self, ref):
+    def _public_client_id(self):
+        return int(self.client_id) if self.client_id.isdigit() else self.client_id
+
+    def site_get(self, ref, extra=False):
         with self.lock:
             site = self._site(ref)
-            return 200, "OK", {"atomic_site_id": site["id"], "atomic_client_id": int(self.client_id)
-                               if self.client_id.isdigit() else self.client_id,
-                               "domain_name": site["domain"], "php_version": "8.3", "wp_version": "latest",
-                               "created": site["created"]}
+            return 200, "OK", S.public_record(site, self._public_client_id(), extra=extra)
 
     def site_meta_get(self, ref, key):
         with self.lock:
-            site = self._site(ref)
-            if key == "allow_site_migration":
-                return 200, "OK", site["allow_site_migration"]
-            return 200, "OK", site["meta"].get(key)
+            return 200, "OK", S.meta_value(self._site(ref), key)
 
     def site_allow_migration(self, ref):
         with self.lock:
             site = self._site(ref)
+            self._check_unlocked(site, "allow")
             if site["allow_site_migration"] not in (None, "true"):
                 return 200, "OK", {"ready_for_migration": False}
             site["allow_site_migration"] = "true"
             self._save()
             return 200, "OK", {"ready_for_migration": True}
 
+    def _domain_taken(self, domain):
+        return domain in self.domains or domain in self.external_domains
+
+    def site_create(self, client, params):
+        """create-site: the record exists at once (status provisioning) and a job provisions it."""
+        with self.lock:
+            self._check_client(client)
+            self._advance_jobs()
+            try:
+                settings = S.validate_create(params)
+            except S.FieldError as exc:
+                raise ApiError(400, str(exc)) from None
+            if self._domain_taken(settings["domain"]):
+                raise ApiError(DOMAIN_USED_STATUS, S.domain_used_message(settings["domain"]))
+            site_id = max(self.next_site_id, (self.site_ids[-1] + 1) if self.site_ids else 0)
+            self.next_site_id = site_id + 1
+            site = self._put_site(site_id, settings, client, status="provisioning")
+            job_id = self._start_job("create", site)
+            self._save()
+            return 200, "OK", {"job_id": job_id, "atomic_site_id": site_id, "domain_name": site["domain"]}
+
+    def site_list(self, client, keys, params):
+        """get-sites: the client's sites by ascending ID, after ``after``, at most ``limit``."""
+        limit = _string(params, "limit")
+        after = _string(params, "after")
+        if limit is not None and (not limit.isdigit() or int(limit) < 1):
+            raise ApiError(400, "limit must be a positive integer")
+        if after is not None and not after.isdigit():
+            raise ApiError(400, "after must be a site ID")
+        for key in keys:
+            if not S.META_KEY.fullmatch(key):
+                raise ApiError(400, "Invalid meta key: %s" % key[:64])
+        limit = min(int(limit), self.list_max_limit) if limit is not None else None
+        with self.lock:
+            self._check_client(client)
+            self._advance_jobs()
+            start = bisect.bisect_right(self.site_ids, int(after)) if after is not None else 0
+            items = []
+            for site_id in self.site_ids[start:]:
+                site = self.sites[site_id]
+                if site["client"] != client:
+                    continue
+                items.append(S.list_item(site, keys))
+                if limit is not None and len(items) >= limit:
+                    break
+            return 200, "OK", items
+
+    @property
+    def list_max_limit(self):
+        return int(self.config.get("list_max_limit", 1000))
+
+    def site_delete(self, service, identifier):
+        """delete-site/{client}/{site ID} or delete-site/domain/{domain}: a job removes the site."""
+        with self.lock:
+            if service == "domain":
+                if S.normalize_domain(identifier) is None:
+                    raise ApiError(400, "Invalid domain: %s" % identifier[:253])
+            else:
+                self._check_client(service)
+                if not identifier.isdigit():
+                    raise ApiError(400, "Use delete-site/{client}/{site ID} or delete-site/domain/{domain}")
+            site = self._site(identifier)
+            if site["status"] == "deleting":
+                raise ApiError(400, "A deletion is already queued for site %s (job %s)" % (site["id"], site["job"]))
+            if S.is_set(site["meta"].get("do_not_delete")):
+                raise ApiError(400, "Site %s has do_not_delete set; remove it before deleting the site" % site["id"])
+            if site["ondemand_backups"]:
+                raise ApiError(412, "Site %s has %d on-demand backup(s); delete them before deleting the site"
+                               % (site["id"], site["ondemand_backups"]))
+            self._check_unlocked(site, "delete")
+            site["status"] = "deleting"
+            job_id = self._start_job("delete", site)
+            self._save()
+            return 200, "OK", {"job_id": job_id}
+
+    def check_domain(self, client, domain):
+        with self.lock:
+            self._check_client(client)
+            self._advance_jobs()
+            normal = S.normalize_domain(domain)
+            if normal is None:
+                raise ApiError(400, "Invalid domain: %s" % domain[:253])
+            if self._domain_taken(normal):
+                raise ApiError(DOMAIN_USED_STATUS, S.domain_used_message(normal))
+            return 200, "OK", {"allowed": True}
+
+    def php_versions(self, client):
+        self._check_client(client)
+        return 200, "OK", list(S.PHP_VERSIONS)
+
+    # ----------------------------------------------------------------- jobs
+    def _job(self, job_id):
+        job = self.jobs.get(int(job_id)) if str(job_id).isdigit() else None
+        if job is None or job["client"] != self.client:
+            raise ApiError(404, "Job not found: %s" % job_id)
+        return job
+
+    @staticmethod
+    def _job_ids(params, leading=None):
+        """The IDs of a batch request: ``jobs[]=1&jobs[]=2`` (or ``jobs[0]=1``), plus a leading path ID."""
+        value = params.get("jobs")
+        if value is None and leading is None:
+            raise ApiError(400, "Missing required parameter: jobs (send jobs[]=ID for each job)")
+        if value is not None and not isinstance(value, dict):
+            raise ApiError(400, "jobs must be an array: send jobs[]=ID for each job")
+        ids = ([leading] if leading is not None else []) + list((value or {}).values())
+        for job_id in ids:
+            if not isinstance(job_id, str) or not job_id.strip().isdigit():
+                raise ApiError(400, "Invalid job ID in jobs: IDs are integers")
+        return list(dict.fromkeys(job_id.strip() for job_id in ids))
+
+    def _job_map(self, ids, view):
+        """job-id -> view for the known IDs; unknown IDs are left out. PHP's empty array is ``[]``."""
+        now = time.time()
+        result = {}
+        for job_id in ids:
+            job = self.jobs.get(int(job_id))
+            if job is not None and job["client"] == self.client:
+                result[str(job["id"])] = view(job, now)
+        return result or []
+
+    def job_status(self, job_id=None, params=None, batch=False):
+        """GET job-status/{id}: one job object; POST job-status[/{id}] with jobs[]: a map; GET
+        job-status: the client's newest jobs as a map."""
+        with self.lock:
+            self._advance_jobs()
+            if batch:
+                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), J.public_job)
+            if job_id is None:
+                newest = sorted((j for j in self.jobs if self.jobs[j]["client"] == self.client))[-RECENT_JOBS:]
+                return 200, "OK", self._job_map([str(j) for j in newest], J.public_job)
+            return 200, "OK", J.public_job(self._job(job_id), time.time())
+
+    def job_completion(self, job_id=None, params=None, batch=False):
+        """GET job-completion/{id}: the bare status string; POST with jobs[]: a map id -> string."""
+        with self.lock:
+            self._advance_jobs()
+            if batch:
+                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), J.status_of)
+            return 200, "OK", J.status_of(self._job(job_id), time.time())
+
+    # ----------------------------------------------------------------- test hooks
     def hook_site_view(self, site):
         return {"id": site["id"], "atomic_site_id": site["id"], "domain_name": site["domain"],
-                "client": self.client, "allow_site_migration": site["allow_site_migration"],
-                "storage": self.storage(site["id"]), "created": site["created"]}
+                "client": site["client"], "status": site["status"], "job": site.get("job"),
+                "allow_site_migration": site["allow_site_migration"], "meta": dict(site["meta"]),
+                "ondemand_backups": site["ondemand_backups"], "storage": self.storage(site["id"]),
+                "created": site["created"]}
 
-    def hook_add_site(self, body):
-        """One site ({"id", "domain", "allow_migration", "provisioned"}), or many: {"sites": [...]}."""
-        if isinstance(body.get("sites"), list):
-            return {"sites": [self.hook_add_site(site if isinstance(site, dict) else {}) for site in body["sites"]]}
+    HOOK_SITE_FIELDS = {"id", "domain", "allow_migration", "provisioned", "client", "meta", "ondemand_backups",
+                        "php_version", "admin_user", "admin_email", "geo_affinity"}
+
+    def _hook_new_site(self, body):
+        """Validate one hook site and add it (caller holds the lock); returns the site."""
+        unknown = set(body) - self.HOOK_SITE_FIELDS
+        if unknown:
+            raise ApiError(400, "unknown site fields: %s" % ", ".join(sorted(unknown)))
         site_id, domain = body.get("id"), body.get("domain")
         if isinstance(site_id, bool) or not isinstance(site_id, int) or site_id <= 0:
             raise ApiError(400, "id must be a positive integer")
         if not isinstance(domain, str) or not domain or "/" in domain:
             raise ApiError(400, "domain must be a host name")
+        client = body.get("client", self.client)
+        if not isinstance(client, str) or not client or "/" in client:
+            raise ApiError(400, "client must be a client name")
+        meta = body.get("meta") or {}
+        if not isinstance(meta, dict) or any(not isinstance(v, str) for v in meta.values()):
+            raise ApiError(400, "meta must be an object of strings")
+        backups = body.get("ondemand_backups", 0)
+        if isinstance(backups, bool) or not isinstance(backups, int) or backups < 0:
+            raise ApiError(400, "ondemand_backups must be a count")
+        settings = {"domain": domain.lower(), "allow": "true" if body.get("allow_migration") else None,
+                    "meta": meta}
+        for name in ("php_version", "admin_user", "admin_email", "geo_affinity"):
+            if body.get(name) is not None:
+                settings[name] = body[name]
+        if settings.get("geo_affinity", S.DEFAULT_GEO) not in S.GEO_POOLS:
+            raise ApiError(400, "geo_affinity must be one of %s" % ", ".join(sorted(S.GEO_POOLS)))
+        if site_id in self.sites or domain.lower() in self.domains:
+            raise ApiError(409, "site %s or domain %s already exists" % (site_id, domain))
+        site = self._put_site(site_id, settings, client)
+        site["ondemand_backups"] = backups
+        return site
+
+    def hook_add_site(self, body):
+        """One site ({"id", "domain", "allow_migration", "provisioned", "client", "meta", ...}), or
+        many: {"sites": [...]} (added in order, stopping at the first refused one; one state write)."""
+        many = isinstance(body.get("sites"), list)
+        entries = body["sites"] if many else [body]
+        added, views, refused = [], [], None
         with self.lock:
-            if site_id in self.sites or any(s["domain"] == domain.lower() for s in self.sites.values()):
-                raise ApiError(409, "site %s or domain %s already exists" % (site_id, domain))
-            self._put_site(site_id, domain, bool(body.get("allow_migration")))
-            self._save()
-            view = self.hook_site_view(self.sites[site_id])
-        if body.get("provisioned") and self.sender:
-            self.sender.emit(self.client, "site_provisioned", atomic_site_id=site_id, data=[])
-        return view
+            self._advance_jobs()
+            try:
+                for entry in entries:
+                    site = self._hook_new_site(entry if isinstance(entry, dict) else {})
+                    added.append((site["client"], site["id"], bool(entry.get("provisioned"))))
+                    views.append(self.hook_site_view(site))
+            except ApiError as exc:
+                refused = exc
+            if added:
+                self._save()
+        if self.sender:
+            for client, site_id, provisioned in added:
+                if provisioned:
+                    self.sender.emit(client, "site_provisioned", atomic_site_id=site_id, data=[])
+        if refused is not None:
+            raise refused
+        return {"sites": views} if many else views[0]
 
     def hook_get_site(self, ref):
         with self.lock:
-            return self.hook_site_view(self._site(ref))
+            self._advance_jobs()
+            site = self._find_site(ref)
+            if site is None:
+                raise ApiError(404, "Site not found: %s" % ref)
+            return self.hook_site_view(site)
+
+    def hook_provisioning(self, config=None):
+        """Replace (config given) or show the job timing configuration."""
+        with self.lock:
+            if config is not None:
+                try:
+                    self.provisioning = J.normalize_config(config)
+                except ValueError as exc:
+                    raise ApiError(400, "invalid provisioning configuration: %s" % exc) from None
+            return copy.deepcopy(self.provisioning)
 
     # ----------------------------------------------------------------- migrations
     @staticmethod
@@ -336,6 +663,7 @@ class Service:
     def migration_create(self, ref, params):
         with self.lock:
             site = self._site(ref)
+            self._check_unlocked(site, "migrate")
             allow = site["allow_site_migration"]
             if allow is None:
                 raise ApiError(403, "Site %s does not allow SSH migrations; call "
@@ -417,6 +745,11 @@ class Service:
         with self.lock:
             mig = self._migration(migration_id)
             self._check_not_running(mig, operation)
+            self._advance_jobs()
+            site = self.sites.get(mig["site_id"])
+            if site is None:
+                raise ApiError(404, "Site %s of migration %s no longer exists" % (mig["site_id"], mig["id"]))
+            self._check_unlocked(site, operation)
             self.ticket_seq += 1
             tid = new_ticket_id(self.ticket_seq)
             now = time.time()
