@@ -214,6 +214,19 @@ def _problems(params, given, hostvars, sources):
     return problems, resolved
 
 
+def _texts(value):
+    """Every text a value of a no_log variable could show up as (a wrong type is quoted whole)."""
+    if value is None or value == "":
+        return set()
+    found = {str(value)}
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found |= _texts(item)
+    return found
+
+
 def lineup(inputs, hosts, spec, hostvars=None):
     """The fleet at the start: one entry per site of the batch, in play order (see the module doc)."""
     inputs, hosts = list(inputs or []), list(hosts or [])
@@ -226,10 +239,14 @@ def lineup(inputs, hosts, spec, hostvars=None):
     fleet, sources, owners = [], {}, {}
     for index, (host, given) in enumerate(zip(hosts, inputs)):
         given = dict((str(k), v) for k, v in (given or {}).items() if v is not None)
+        secrets = set()
+        for name, option in options.items():
+            if option.get("no_log"):
+                secrets.update(_texts(given.get(name)))
         checked = validator.validate(given)
         params = checked.validated_parameters
         # A message of the spec check may quote a value; never a secret one.
-        problems = [remove_values(msg, checked._no_log_values) for msg in checked.error_messages]
+        problems = [remove_values(msg, secrets) for msg in checked.error_messages]
         more, resolved = _problems(params, given, hostvars, sources)
         problems += more
         site = str(params.get("site_migration_site") if params.get("site_migration_site") is not None else host)
