@@ -417,6 +417,23 @@ def test_no_source_inventory_host_is_needed_when_no_key_is_installed(run, emu):
     assert "set site_migration_remote_host" in proc.stdout and "site_migration_remote_user" in proc.stdout
 
 
+def test_a_credential_that_the_authentication_does_not_use_is_never_shown(run, emu):
+    """A password given with site_migration_auth=generated (a mistake the role refuses) is a secret all
+    the same: hidden at -vvvv too, also when another input of the site fails the argument spec (on
+    main the per-site argument loop printed it even at default verbosity)."""
+    canary = "canary-unused-password-%s" % secrets.token_hex(6)
+    run.inventory(emu, {"dest.example": {"site_migration_site": str(_site(emu)), "site_migration_remote_pass": canary,
+                                         "site_migration_poll_interval": "soon"}},
+                  {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    for verbosity in ([], ["-vvvv"]):
+        proc = run.play(extra=verbosity)
+        assert proc.returncode == 2, _explain(proc)
+        assert "site_migration_remote_pass is only for site_migration_auth=password" in proc.stdout
+        assert canary not in proc.stdout + proc.stderr
+        assert canary not in run.reports()[-1].read_text()
+
+
 def test_the_role_never_loops_over_a_secret():
     """ansible-core shows a loop's whole item in the item's result (at -v, and at any verbosity when
     it fails), whatever loop_control.label says (docs/security.md). The role's only loops are those of
