@@ -43,7 +43,8 @@ def inputs(**given):
     return dict((k, v) for k, v in values.items() if v is not None)
 
 
-def line_up(*sites, hostvars=HOSTVARS):
+def line_up(*sites, hostvars=None):
+    hostvars = HOSTVARS if hostvars is None else hostvars
     hosts = [s.pop("host", "dest%d.example" % i) for i, s in enumerate(sites)]
     for i, s in enumerate(sites):
         s.setdefault("site_migration_site", str(1001 + i))
@@ -345,8 +346,8 @@ def test_a_run_succeeds_or_fails_with_its_ticket():
 
 def test_a_resumed_run_is_followed_by_its_state():
     fleet, done = _to_preflight(2)
-    done["create"] = results(_created("1001", 7, state="migration-running"), _created("1002", 8,
-                                                                                     state="migration-running"))
+    done["create"] = results(_created("1001", 7, state="migration-running"),
+                             _created("1002", 8, state="migration-running"))
     assert sm.step(fleet, "preflight", done)["count"] == 0 and sm.step(fleet, "run", done)["migration_ids"] == [7, 8]
     done["run"] = results({"migration_id": 7, "already_running": True, "state": "migration-succeeded"},
                           {"migration_id": 8, "already_running": True, "state": "migration-failed", "failed": True,
