@@ -58,8 +58,12 @@ ROLE_VARIABLES = {
     "remote_docroot": "site_migration_docroot",
     "remote_domain": "site_migration_source_domain",
     "update_secret": "site_migration_update_secret",
-    "state_file": "site_migration_state_dir",
     "poll_interval": "site_migration_poll_interval",
+    # The connection options, which the role takes from these variables (tasks/main.yml).
+    "api_url": "wpcloud_api_url",
+    "api_key": "wpcloud_api_key",
+    "ca_path": "wpcloud_ca_path",
+    "validate_certs": "wpcloud_validate_certs",
 }
 # The wait of each step ends after the role's timeout variable of that step.
 STEP_TIMEOUT = {"preflight": "site_migration_preflight_timeout", "run": "site_migration_run_timeout"}
@@ -85,6 +89,7 @@ EMPTY_HINTS = {
 
 _OPTION_RE = re.compile(r"(?<![\w.-])(%s)(?![\w-])" % "|".join(sorted(ROLE_VARIABLES, key=len, reverse=True)))
 _SITE_OPTION_RE = re.compile(r"^site (?=must |is )")
+_STATE_FILE_RE = re.compile(r"(?<![\w.-])state_file (\S+)")
 
 
 def role_message(text, step=None):
@@ -92,6 +97,7 @@ def role_message(text, step=None):
     if text is None:
         return None
     text = _SITE_OPTION_RE.sub("site_migration_site ", str(text))
+    text = _STATE_FILE_RE.sub(r"the state file \1 (in site_migration_state_dir)", text)
     text = _OPTION_RE.sub(lambda m: ROLE_VARIABLES[m.group(1)], text)
     if step in STEP_TIMEOUT:
         text = re.sub(r"(?<![\w.-])wait_timeout(?![\w-])", STEP_TIMEOUT[step], text)

@@ -301,6 +301,11 @@ def test_translation_leaves_other_words_and_role_variables_alone():
                                      "site_migration_remote_port stays")
     assert sm.role_message("still running when wait_timeout=60s ran out", "run") == \
         "still running when site_migration_run_timeout=60s ran out"
+    assert sm.role_message("api_url must be an absolute URL; set api_key or WPCLOUD_API_KEY") == \
+        "wpcloud_api_url must be an absolute URL; set wpcloud_api_key or WPCLOUD_API_KEY"
+    assert sm.role_message("state_file /inv/s/1001.json could not be read as JSON (ValueError): fix or remove it") \
+        == "the state file /inv/s/1001.json (in site_migration_state_dir) could not be read as JSON (ValueError): " \
+        "fix or remove it"
 
 
 def _to_preflight(n=1, **given):
