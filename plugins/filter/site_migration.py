@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._common import MIN_POLL_INTERVAL
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
@@ -115,16 +116,7 @@ def _as(kind, value):
     if value is None:
         return None
     try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in ("true", "yes", "on", "1", "y", "t"):
-                return True
-            if text in ("false", "no", "off", "0", "n", "f"):
-                return False
-            return None
-        return kind(value)
+        return boolean(value, strict=True) if kind is bool else kind(value)
     except (TypeError, ValueError):
         return None
 
@@ -148,13 +140,9 @@ def _source_vars(hostvars, name, cache):
 
 def _problems(params, given, hostvars, sources):
     """(problems, resolved) of one site: each problem names the role variable and the fix."""
-    problems = []
-    for name in EMPTY_HINTS:
-        value = given.get(PREFIX + name)
-        if isinstance(value, str) and not value.strip():
-            problems.append("%s%s is empty: %s" % (PREFIX, name, EMPTY_HINTS[name]))
-    empty = set(name for name in EMPTY_HINTS if isinstance(given.get(PREFIX + name), str)
-                and not given[PREFIX + name].strip())
+    empty = [name for name in EMPTY_HINTS if isinstance(given.get(PREFIX + name), str)
+             and not given[PREFIX + name].strip()]
+    problems = ["%s%s is empty: %s" % (PREFIX, name, EMPTY_HINTS[name]) for name in empty]
 
     auth = _value(params, "auth")
     install_key = _as(bool, _value(params, "install_key"))
