@@ -68,6 +68,10 @@ ROLE_VARIABLES = {
 }
 # The wait of each step ends after the role's timeout variable of that step.
 STEP_TIMEOUT = {"preflight": "site_migration_preflight_timeout", "run": "site_migration_run_timeout"}
+# The steps that start a ticket and wait for it: what the messages call it, what to do after a timeout,
+# and what check mode would start.
+WAITED = {"preflight": ("preflight of migration %s", "Run the role again to retry.", "preflight"),
+          "run": ("the run of migration %s", "Run the role again: it waits for the run.", "the run")}
 # The role's credentials, per site_migration_auth (each is the module option of the same name).
 CREDENTIALS = {"password": ("remote_pass",), "key": ("ssh_id", "ssh_id_pass"), "generated": ()}
 
@@ -382,44 +386,34 @@ def _next(step, s, r):
                     "message": who + "installing the generated key on %s failed: %s"
                     % (s["source_host"], msg or "unreachable")}
         return {"stage": "run" if s.get("running") else "preflight", "key_installed": bool(r.get("changed"))}
-    if step == "preflight":
-        ticket, seen = _ticket_seen(r)
-        about = who + "preflight of migration %s" % s.get("migration_id")
-        if failed and r.get("ticket_state") in TERMINAL:
-            return {"stage": DONE, "result": "preflight_failed", "preflight": seen, "diagnosis": seen["diagnosis"],
-                    "message": _ticket_failed(r, ticket, about, seen["diagnosis"])}
-        if failed and r.get("timed_out"):
-            return {"stage": DONE, "result": "preflight_unfinished", "preflight": seen,
-                    "message": about + " did not finish (ticket %s is %s after site_migration_preflight_timeout=%ss). "
-                    "Run the role again to retry." % (r.get("ticket_id"), ticket.get("state") or "unknown",
-                                                      s["preflight_timeout"])}
-        if failed:
-            return {"stage": DONE, "result": "error", "preflight": seen if seen["ticket_id"] else None,
-                    "message": about + ": %s" % msg}
-        if not r.get("ticket_id"):
-            return {"stage": DONE, "result": "checked", "message": "check mode: preflight would be started"}
-        return {"stage": "run", "preflight": seen}
-    # run
-    resumed = bool(r.get("already_running"))
+    return _waited(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
+
+
+def _waited(step, s, r, msg, about):
+    """The outcome of a preflight or run: its ticket started and waited for (or a run that was
+    already active, followed by its migration's state)."""
+    failed = bool(r.get("failed"))
+    resumed = bool(r.get("already_running")) if step == "run" else None
     ticket, seen = _ticket_seen(r, resumed)
-    about = who + "the run of migration %s" % s.get("migration_id")
     if failed and resumed:
         return {"stage": DONE, "result": "run_failed" if r.get("state") in RUN_FAILED else "run_unfinished",
                 "run": seen, "message": about + " that was already running ended in state %s: %s"
                 % (r.get("state") or "unknown", msg)}
-    if failed and r.get("ticket_state") in TERMINAL:
-        return {"stage": DONE, "result": "run_failed", "run": seen, "diagnosis": seen["diagnosis"],
+    if failed and r.get("ticket_state") in TERMINAL:     # the ticket ended, and not in success
+        return {"stage": DONE, "result": step + "_failed", step: seen, "diagnosis": seen["diagnosis"],
                 "message": _ticket_failed(r, ticket, about, seen["diagnosis"])}
     if failed and r.get("timed_out"):
-        return {"stage": DONE, "result": "run_unfinished", "run": seen,
-                "message": about + " did not finish (ticket %s is %s after site_migration_run_timeout=%ss). Run the "
-                "role again: it waits for the run." % (r.get("ticket_id"), ticket.get("state") or "unknown",
-                                                       s["run_timeout"])}
+        return {"stage": DONE, "result": step + "_unfinished", step: seen,
+                "message": about + " did not finish (ticket %s is %s after %s=%ss). %s" % (
+                    r.get("ticket_id"), ticket.get("state") or "unknown", STEP_TIMEOUT[step],
+                    s[step + "_timeout"], WAITED[step][1])}
     if failed:
-        return {"stage": DONE, "result": "error", "run": seen if seen["ticket_id"] or resumed else None,
+        return {"stage": DONE, "result": "error", step: seen if seen["ticket_id"] or resumed else None,
                 "message": about + ": %s" % msg}
     if not r.get("ticket_id") and not resumed:
-        return {"stage": DONE, "result": "checked", "message": "check mode: the run would be started"}
+        return {"stage": DONE, "result": "checked", "message": "check mode: %s would be started" % WAITED[step][2]}
+    if step == "preflight":
+        return {"stage": "run", "preflight": seen}
     return {"stage": DONE, "result": "succeeded", "run": seen,
             "message": "resumed: the run was already active; it ended in state %s" % r.get("state") if resumed else ""}
 
