@@ -97,9 +97,10 @@ class Run:
         top = {}
         if api_vars:
             top = {"wpcloud_api_url": emu.url, "wpcloud_api_key": emu.api_key, "wpcloud_ca_path": emu.ca_path}
-        inventory = {"all": {"vars": top, "children": {
-            "wpcloud_sources": {"hosts": sources},
-            "wpcloud_sites": {"vars": common, "hosts": sites}}}}
+        children = {"wpcloud_sites": {"vars": common, "hosts": sites}}
+        if sources is not None:                  # None: no source inventory host at all
+            children["wpcloud_sources"] = {"hosts": sources}
+        inventory = {"all": {"vars": top, "children": children}}
         path = self.dir / "inventory.json"
         path.write_text(json.dumps(inventory, indent=1))
         return path
@@ -359,12 +360,97 @@ def test_argument_errors_stop_only_their_site_and_name_the_option(run, emu):
     assert recap["bad.example"]["failed"] == 1 and recap["good.example"]["failed"] == 0
     assert "site %s: invalid inputs:" % bad in proc.stdout
     assert "site_migration_auth" in proc.stdout and "site_migration_preflight_timeout" in proc.stdout
+    # One clear message: the site's own failure, no "fatal ... censored" and "...ignoring" block before it.
+    assert "...ignoring" not in proc.stdout and "censored" not in proc.stdout, _explain(proc)
+    assert [line for line in proc.stdout.splitlines() if line.startswith("fatal:")] == [
+        line for line in proc.stdout.splitlines() if line.startswith("fatal: [bad.example]")]
+    assert len([line for line in proc.stdout.splitlines() if line.startswith("fatal:")]) == 1
     dummy, by_host = run.last_report()
     assert by_host["bad.example"]["result"] == "invalid_input"
     assert by_host["good.example"]["result"] == "succeeded"
     written = [e["path"] for e in _writes(emu.requests_log())]
     assert not [p for p in written if str(bad) in p]
     assert [p for p in written if str(good) in p]
+
+
+def test_an_empty_remote_host_or_user_is_refused_not_replaced_by_the_source_hosts(run, emu):
+    """Issue 13 item 2: "" never means "take ansible_host / ansible_user of the source host"."""
+    sites = {"empty-host.example": {"site_migration_site": str(_site(emu)), "site_migration_remote_host": ""},
+             "blank-user.example": {"site_migration_site": str(_site(emu)), "site_migration_remote_user": " "},
+             "good.example": {"site_migration_site": str(_site(emu)), "site_migration_remote_user": None}}
+    run.inventory(emu, sites, {"src.example": {"ansible_host": "127.0.0.1", "ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    proc = run.play()
+    assert proc.returncode == 2, _explain(proc)
+    recap = _recap(proc.stdout)
+    assert recap["empty-host.example"]["failed"] == recap["blank-user.example"]["failed"] == 1
+    assert recap["good.example"]["failed"] == 0
+    assert "site_migration_remote_host is empty" in proc.stdout and "site_migration_remote_user is empty" in proc.stdout
+    dummy, by_host = run.last_report()
+    assert by_host["empty-host.example"]["result"] == by_host["blank-user.example"]["result"] == "invalid_input"
+    assert by_host["good.example"]["result"] == "succeeded"            # null: the source host's values
+    assert by_host["good.example"]["remote"]["remote-user"] == "www"
+    written = [e["path"] for e in _writes(emu.requests_log())]
+    for host in ("empty-host.example", "blank-user.example"):
+        assert not [p for p in written if sites[host]["site_migration_site"] in p]
+
+
+def test_no_source_inventory_host_is_needed_when_no_key_is_installed(run, emu):
+    """Issue 13 item 6: with password or key authentication, or install_key false, Ansible never
+    connects to the source, so the inventory needs no wpcloud_sources host; remote_host and
+    remote_user come from the role variables."""
+    remote = {"site_migration_remote_host": "old.example", "site_migration_remote_user": "blog"}
+    sites = {"pw.example": dict(remote, site_migration_site=str(_site(emu)), site_migration_auth="password",
+                                site_migration_remote_pass="not-a-real-password"),
+             "gen.example": dict(remote, site_migration_site=str(_site(emu)), site_migration_install_key=False),
+             "install.example": dict(remote, site_migration_site=str(_site(emu))),
+             "nohost.example": {"site_migration_site": str(_site(emu)), "site_migration_install_key": False}}
+    run.inventory(emu, sites, None)
+    proc = run.play()
+    assert proc.returncode == 2, _explain(proc)
+    dummy, by_host = run.last_report()
+    assert by_host["pw.example"]["result"] == by_host["gen.example"]["result"] == "succeeded", _explain(proc)
+    remote = by_host["pw.example"]["remote"]
+    assert (remote["remote-host"], str(remote["remote-port"]), remote["remote-user"]) == ("old.example", "22", "blog")
+    assert by_host["install.example"]["result"] == by_host["nohost.example"]["result"] == "invalid_input"
+    assert "site_migration_source_host is needed to install the generated key" in proc.stdout
+    assert "set site_migration_remote_host" in proc.stdout and "site_migration_remote_user" in proc.stdout
+
+
+def test_a_credential_that_the_authentication_does_not_use_is_never_shown(run, emu):
+    """A password given with site_migration_auth=generated (a mistake the role refuses) is a secret all
+    the same: hidden at -vvvv too, also when another input of the site fails the argument spec (on
+    main the per-site argument loop printed it even at default verbosity)."""
+    canary = "canary-unused-password-%s" % secrets.token_hex(6)
+    run.inventory(emu, {"dest.example": {"site_migration_site": str(_site(emu)), "site_migration_remote_pass": canary,
+                                         "site_migration_poll_interval": "soon"}},
+                  {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    for verbosity in ([], ["-vvvv"]):
+        proc = run.play(extra=verbosity)
+        assert proc.returncode == 2, _explain(proc)
+        assert "site_migration_remote_pass is only for site_migration_auth=password" in proc.stdout
+        assert canary not in proc.stdout + proc.stderr
+        assert canary not in run.reports()[-1].read_text()
+
+
+def test_the_role_never_loops_over_a_secret():
+    """ansible-core shows a loop's whole item in the item's result (at -v, and at any verbosity when
+    it fails), whatever loop_control.label says (docs/security.md). The role's only loops are those of
+    the key step, whose entries hold names and a public key (tests/unit/plugins/filter)."""
+    import yaml
+
+    def tasks(items):
+        for task in items or []:
+            yield task
+            for section in ("block", "rescue", "always"):
+                yield from tasks(task.get(section))
+    loops = []
+    for path in sorted((ROOT / "roles" / "site_migration" / "tasks").glob("*.yml")):
+        for task in tasks(yaml.safe_load(path.read_text())):
+            loops += [(path.name, task[k]) for k in task if k == "loop" or k.startswith("with_")]
+    assert loops == [("install_keys.yml", "{{ site_migration__todo.users }}"),
+                     ("install_keys.yml", "{{ site_migration__todo.sites }}")]
 
 
 def test_check_mode_writes_nothing_and_reports_what_would_happen(run, emu):

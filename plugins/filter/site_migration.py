@@ -1,0 +1,546 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The workflow decisions of the role wpcloud.hosting.site_migration, for every site of a play.
+
+The role (roles/site_migration/tasks/main.yml) runs one task per step of spec 4.5 for the whole
+fleet and registers its result; these filters decide, from the sites' inputs and the results so
+far, which sites take the next step with which arguments, why a site stopped, and what the report
+says. Each filter is documented in the .yml file of its name next to this one.
+
+* ``site_migration_lineup``: every site's inputs checked (the role's argument spec, empty values,
+  the rules between variables) and resolved against its source host; one entry per site, no secret.
+* ``site_migration_step``: the arguments of one step's module call for the sites that take it, with
+  the fleet advanced through the registered results of the steps before it.
+* ``site_migration_report``: the report of the run (one entry per host of the play).
+
+A site's stage is the next step it takes (``STEPS``) or ``done``, with a ``result`` and a message that
+names the site, the role variable (never the module option) and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._common import MIN_POLL_INTERVAL
+from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
+    RUNNING_STATES,
+    SECRET_FIELDS,
+    SECRET_PARAMS,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import TERMINAL
+from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import RUN_FAILED, RUN_SUCCEEDED
+
+# The steps of the workflow, in order; a site at stage S takes step S next.
+STEPS = ("info", "check", "allow", "create", "key", "preflight", "run")
+DONE = "done"
+# Results of a site that is not stopped at the end of the play.
+FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked"])
+
+PREFIX = "site_migration_"
+# The migration module's options and the role variables that give them. Every message a site gets
+# names the role variable: module messages are translated with this table.
+ROLE_VARIABLES = {
+    "remote_host": "site_migration_remote_host",
+    "remote_port": "site_migration_remote_port",
+    "remote_user": "site_migration_remote_user",
+    "remote_pass": "site_migration_remote_pass",
+    "ssh_id": "site_migration_ssh_id",
+    "ssh_id_pass": "site_migration_ssh_id_pass",
+    "remote_docroot": "site_migration_docroot",
+    "remote_domain": "site_migration_source_domain",
+    "update_secret": "site_migration_update_secret",
+    "poll_interval": "site_migration_poll_interval",
+    # The connection options, which the role takes from these variables (tasks/main.yml).
+    "api_url": "wpcloud_api_url",
+    "api_key": "wpcloud_api_key",
+    "ca_path": "wpcloud_ca_path",
+    "validate_certs": "wpcloud_validate_certs",
+}
+# The wait of each step ends after the role's timeout variable of that step.
+STEP_TIMEOUT = {"preflight": "site_migration_preflight_timeout", "run": "site_migration_run_timeout"}
+# The steps that start a ticket and wait for it: what the messages call it, what to do after a timeout,
+# and what check mode would start.
+WAITED = {"preflight": ("preflight of migration %s", "Run the role again to retry.", "preflight"),
+          "run": ("the run of migration %s", "Run the role again: it waits for the run.", "the run")}
+# The role's credentials, per site_migration_auth (each is the module option of the same name).
+CREDENTIALS = {"password": ("remote_pass",), "key": ("ssh_id", "ssh_id_pass"), "generated": ()}
+
+# What an explicitly empty (or blank) value would have to mean, and why it cannot; ``source_domain``
+# is the one variable whose empty value means something (the destination's default domain).
+EMPTY_HINTS = {
+    "site": "set the destination site's ID or domain, or leave it unset for the inventory hostname",
+    "source_host": "name the source server's inventory host, or leave it unset when the role installs no key",
+    "remote_host": "set the source's host name or address as the service sees it, or leave it unset (undefined "
+                   "or null) to take ansible_host of site_migration_source_host",
+    "remote_user": "set the SSH user on the source, or leave it unset (undefined or null) to take ansible_user of "
+                   "site_migration_source_host",
+    "remote_pass": "set the SSH password of the remote user (from the vault)",
+    "ssh_id": "set the text of the SSH private key (from the vault)",
+    "ssh_id_pass": "leave it unset for a key without a passphrase",
+    "docroot": "set the source's document root, or leave it unset to let the service try the common paths",
+    "state_dir": "set a directory on the controller, or leave it unset for the default",
+    "report_dir": "set a directory on the controller, or leave it unset for the default",
+}
+
+_OPTION_RE = re.compile(r"(?<![\w.-])(%s)(?![\w-])" % "|".join(sorted(ROLE_VARIABLES, key=len, reverse=True)))
+_SITE_OPTION_RE = re.compile(r"^site (?=must |is )")
+_STATE_FILE_RE = re.compile(r"(?<![\w.-])state_file (\S+)")
+
+
+def role_message(text, step=None):
+    """A module's message in the role's words: each module option becomes the role variable."""
+    if text is None:
+        return None
+    text = _SITE_OPTION_RE.sub("site_migration_site ", str(text))
+    text = _STATE_FILE_RE.sub(r"the state file \1 (in site_migration_state_dir)", text)
+    text = _OPTION_RE.sub(lambda m: ROLE_VARIABLES[m.group(1)], text)
+    if step in STEP_TIMEOUT:
+        text = re.sub(r"(?<![\w.-])wait_timeout(?![\w-])", STEP_TIMEOUT[step], text)
+    return text
+
+
+# ----------------------------------------------------------------------------------------- lineup
+
+def _value(params, name):
+    return params.get(PREFIX + name)
+
+
+def _as(kind, value):
+    """value converted as the argument spec would, or None when it cannot be (already reported)."""
+    if value is None:
+        return None
+    try:
+        return boolean(value, strict=True) if kind is bool else kind(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _source_vars(hostvars, name, cache):
+    """(known, {host, port, user}) of a source inventory host, read once per source for the fleet."""
+    if name not in cache:
+        known = hostvars is not None and name in hostvars
+        found = {}
+        if known:
+            host_vars = hostvars[name]
+            for key in ("ansible_host", "ansible_port", "ansible_user"):
+                try:
+                    value = host_vars[key] if key in host_vars else None
+                except Exception:  # pylint: disable=broad-exception-caught
+                    value = None   # an undefined or failing template: treated as unset
+                found[key] = None if value is None or str(value).strip() == "" else value
+        cache[name] = (known, found)
+    return cache[name]
+
+
+def _problems(params, given, hostvars, sources):
+    """(problems, resolved) of one site: each problem names the role variable and the fix."""
+    empty = [name for name in EMPTY_HINTS if isinstance(given.get(PREFIX + name), str)
+             and not given[PREFIX + name].strip()]
+    problems = ["%s%s is empty: %s" % (PREFIX, name, EMPTY_HINTS[name]) for name in empty]
+
+    auth = _value(params, "auth")
+    install_key = _as(bool, _value(params, "install_key"))
+    confirm = _as(bool, _value(params, "confirm_overwrite"))
+    if confirm is False:
+        problems.append("site_migration_confirm_overwrite must be true: every run replaces the destination's files "
+                        "and database (it is false)")
+
+    source = None if "source_host" in empty else _value(params, "source_host")
+    known, found = (False, {}) if source is None else _source_vars(hostvars, str(source), sources)
+    if source is not None and not known:
+        problems.append("site_migration_source_host (%s) must be an inventory host (group wpcloud_sources), or "
+                        "leave it unset and set site_migration_remote_host and site_migration_remote_user" % source)
+    installs = auth == "generated" and install_key is not False
+    if source is None and installs and "source_host" not in empty:
+        problems.append("site_migration_source_host is needed to install the generated key "
+                        "(site_migration_auth=generated with site_migration_install_key true): name the source's "
+                        "inventory host, or set site_migration_install_key: false and add the key yourself")
+
+    remote_host = _value(params, "remote_host")
+    if remote_host is None and known:
+        remote_host = found["ansible_host"] or source
+    if remote_host is None and "remote_host" not in empty:
+        problems.append("the remote host must resolve: set site_migration_remote_host (or site_migration_source_host "
+                        "with its ansible_host)")
+    remote_user = _value(params, "remote_user")
+    if remote_user is None and known:
+        remote_user = found["ansible_user"]
+    if remote_user is None and "remote_user" not in empty:
+        problems.append("the remote user must resolve: set ansible_user on the source host or "
+                        "site_migration_remote_user")
+    remote_port = _value(params, "remote_port")
+    if remote_port is None:
+        remote_port = found.get("ansible_port") or 22
+        if _as(int, remote_port) is None:
+            problems.append("ansible_port of the source host %s is not a number (%s): fix it, or set "
+                            "site_migration_remote_port" % (source, remote_port))
+    become = _as(bool, _value(params, "install_become"))
+    if become is None:
+        become = bool(known and remote_user != found["ansible_user"])
+
+    if auth == "password" and _value(params, "remote_pass") is None:
+        problems.append("site_migration_auth=password needs site_migration_remote_pass")
+    if auth == "key" and _value(params, "ssh_id") is None:
+        problems.append("site_migration_auth=key needs site_migration_ssh_id (plus site_migration_ssh_id_pass for "
+                        "a protected key)")
+    if auth in CREDENTIALS:
+        for option in sorted(set(SECRET_FIELDS) - set(CREDENTIALS[auth])):
+            if given.get(ROLE_VARIABLES[option]) is not None:
+                owner = next(a for a, fields in CREDENTIALS.items() if option in fields)
+                problems.append("%s is only for site_migration_auth=%s (it is %s): remove it"
+                                % (ROLE_VARIABLES[option], owner, auth))
+    poll = _as(float, _value(params, "poll_interval"))
+    if poll is not None and poll < MIN_POLL_INTERVAL:
+        problems.append("site_migration_poll_interval must be at least %g (second; it is %s)" % (MIN_POLL_INTERVAL, poll))
+    for name in ("preflight_timeout", "run_timeout"):
+        value = _as(int, _value(params, name))
+        if value is not None and value <= 0:
+            problems.append("site_migration_%s must be a positive number of seconds (it is %s)" % (name, value))
+    resolved = {"source_host": source or "", "remote_host": remote_host, "remote_port": _as(int, remote_port),
+                "remote_user": remote_user, "auth": auth, "install_key": bool(installs),
+                "install_become": become}
+    return problems, resolved
+
+
+def _texts(value):
+    """Every text a value of a no_log variable could show up as (a wrong type is quoted whole)."""
+    if value is None or value == "":
+        return set()
+    found = {str(value)}
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found |= _texts(item)
+    return found
+
+
+def lineup(inputs, hosts, spec, hostvars=None):
+    """The fleet at the start: one entry per site of the batch, in play order (see the module doc)."""
+    inputs, hosts = list(inputs or []), list(hosts or [])
+    if len(inputs) != len(hosts):
+        raise AnsibleFilterError("site_migration_lineup: %d inputs for %d hosts" % (len(inputs), len(hosts)))
+    options = spec.get("options", spec) if isinstance(spec, Mapping) else None
+    if not options:
+        raise AnsibleFilterError("site_migration_lineup: the role's argument spec has no options")
+    validator = ArgumentSpecValidator(dict((k, dict(v)) for k, v in options.items()))
+    fleet, sources, owners = [], {}, {}
+    for index, (host, given) in enumerate(zip(hosts, inputs)):
+        given = dict((str(k), v) for k, v in (given or {}).items() if v is not None)
+        secrets = set()
+        for name, option in options.items():
+            if option.get("no_log"):
+                secrets.update(_texts(given.get(name)))
+        checked = validator.validate(given)
+        params = checked.validated_parameters
+        # A message of the spec check may quote a value; never a secret one.
+        problems = [remove_values(msg, secrets) for msg in checked.error_messages]
+        more, resolved = _problems(params, given, hostvars, sources)
+        problems += more
+        site = str(params.get("site_migration_site") if params.get("site_migration_site") is not None else host)
+        key = site.strip().lower()
+        if key:
+            owners.setdefault(key, []).append(index)
+        refresh = _as(bool, params.get("site_migration_refresh"))
+        fleet.append(dict(
+            resolved,
+            host=str(host), index=index, site=site,
+            source_user="%s@%s" % (resolved["remote_user"], resolved["source_host"]),
+            preflight_timeout=_as(int, params.get("site_migration_preflight_timeout")),
+            run_timeout=_as(int, params.get("site_migration_run_timeout")),
+            poll_interval=_as(float, params.get("site_migration_poll_interval")),
+            stage=DONE if problems else ("info" if refresh is False else "check"),
+            result="invalid_input" if problems else None,
+            problems=problems,
+        ))
+    # Two hosts for one destination would race each other into two migrations.
+    for indexes in owners.values():
+        if len(indexes) > 1:
+            for index in indexes:
+                others = ", ".join(fleet[i]["host"] for i in indexes if i != index)
+                fleet[index]["problems"].append("site_migration_site %s is also the destination of host %s: give each "
+                                                "destination site one inventory host" % (fleet[index]["site"], others))
+                fleet[index].update(stage=DONE, result="invalid_input")
+    for entry in fleet:
+        problems = entry.pop("problems")
+        entry["message"] = ("site %s: invalid inputs: %s" % (entry["site"] or entry["host"], "; ".join(problems))
+                            if problems else "")
+    return fleet
+
+
+# ----------------------------------------------------------------------------------------- advance
+
+def _key(step, result):
+    """The identity a step's result carries: the site, the migration, or the loop item's site."""
+    if not isinstance(result, Mapping):
+        return None
+    if step == "key":
+        item = result.get("item")
+        value = item.get("site") if isinstance(item, Mapping) else None
+    elif step in ("preflight", "run"):
+        value = result.get("migration_id")
+    else:
+        value = result.get("site")
+    return None if value is None else str(value).strip().lower()
+
+
+def _site_key(step, entry):
+    value = entry.get("migration_id") if step in ("preflight", "run") else entry.get("site")
+    return None if value is None else str(value).strip().lower()
+
+
+def _pair(step, sites, registered):
+    """Each site of the step with its own result: by identity, else (no or ambiguous identity) by
+    position, which the list forms and loops keep. A step that failed as a whole gives every site
+    its message."""
+    whole = registered if isinstance(registered, Mapping) else {}
+    items = [r for r in whole.get("results") or [] if isinstance(r, Mapping)]
+    keys = [_key(step, r) for r in items]
+    wanted = [_site_key(step, s) for s in sites]
+    by_key = dict(zip(keys, items))
+    identity = None not in keys and len(by_key) == len(items) and all(k in by_key for k in wanted)
+    missing = {"failed": True, "msg": whole.get("msg") or "the step returned no result for this site"}
+    if identity:
+        return [(s, by_key[k]) for s, k in zip(sites, wanted)]
+    return [(s, items[i] if i < len(items) else missing) for i, s in enumerate(sites)]
+
+
+def _redacted_args(record):
+    args = record.get("args") if isinstance(record, Mapping) else None
+    return dict((k, v) for k, v in (args or {}).items() if k not in SECRET_PARAMS)
+
+
+def _ticket_seen(r, resumed=None):
+    ticket = r.get("ticket") if isinstance(r.get("ticket"), Mapping) else {}
+    seen = {"ticket_id": r.get("ticket_id"),
+            "state": ticket.get("state") if not resumed else r.get("state"),
+            "elapsed": ticket.get("elapsed"), "response_count": ticket.get("response_count")}
+    if resumed is not None:
+        seen["already_running"] = resumed
+    seen["diagnosis"] = _diagnosis(ticket.get("diagnosis"))
+    return ticket, seen
+
+
+def _diagnosis(diagnosis):
+    if not isinstance(diagnosis, Mapping):
+        return None
+    diagnosis = dict(diagnosis)
+    if diagnosis.get("hint"):
+        diagnosis["hint"] = role_message(diagnosis["hint"])
+    return diagnosis
+
+
+def _ticket_failed(r, ticket, about, diagnosis):
+    return (about + " failed (%s): %s Messages: %s" % (
+        (diagnosis or {}).get("code", "unknown"), (diagnosis or {}).get("hint", ""),
+        " | ".join(str(m) for m in ticket.get("messages") or [])))
+
+
+def _next(step, s, r):
+    """The entry keys a site gets from its result of a step."""
+    failed = bool(r.get("failed") or r.get("unreachable"))
+    msg = role_message(r.get("msg"), step)
+    who = "site %s: " % s["site"]
+    if step == "info":
+        info = {"site_id": r.get("site_id"), "migration_id": r.get("migration_id"), "record": r.get("record") or {}}
+        if failed:
+            return {"stage": DONE, "result": "error", "message": who + "reading its migration failed: %s" % msg}
+        if r.get("state") in RUN_SUCCEEDED:
+            return {"stage": DONE, "result": "left_alone", "info": info,
+                    "message": "migration succeeded earlier; site_migration_refresh is false"}
+        return {"stage": "check", "info": info}
+    if step == "check":
+        return {"stage": DONE, "result": "invalid_input", "message": who + msg} if failed else {"stage": "allow"}
+    if step == "allow":
+        if failed:
+            return {"stage": DONE, "result": "error", "message": who + "allowing a migration failed: %s" % msg}
+        return {"stage": "create"}
+    if step == "create":
+        record = r.get("record") if isinstance(r.get("record"), Mapping) else {}
+        migration = {"migration_id": r.get("migration_id"), "site_id": r.get("site_id"),
+                     "operation": r.get("operation"), "updated_fields": list(r.get("updated_fields") or []),
+                     "auth": record.get("auth"), "remote": _redacted_args(record)}
+        if failed:
+            return {"stage": DONE, "result": "error", "migration": migration,
+                    "message": who + "the migration could not be created or updated: %s" % msg}
+        if r.get("migration_id") is None:
+            return {"stage": DONE, "result": "checked", "migration": migration,
+                    "message": "check mode: the migration would be created"}
+        running = r.get("state") in RUNNING_STATES
+        key = r.get("ssh_id_pub") or ""
+        return {"migration": migration, "migration_id": r["migration_id"], "running": running, "ssh_id_pub": key,
+                "stage": "key" if s["install_key"] and key else ("run" if running else "preflight")}
+    if step == "key":
+        if failed:
+            return {"stage": DONE, "result": "error", "key_installed": False,
+                    "message": who + "installing the generated key on %s failed: %s"
+                    % (s["source_host"], msg or "unreachable")}
+        return {"stage": "run" if s.get("running") else "preflight", "key_installed": bool(r.get("changed"))}
+    return _waited(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
+
+
+def _waited(step, s, r, msg, about):
+    """The outcome of a preflight or run: its ticket started and waited for (or a run that was
+    already active, followed by its migration's state)."""
+    failed = bool(r.get("failed"))
+    resumed = bool(r.get("already_running")) if step == "run" else None
+    ticket, seen = _ticket_seen(r, resumed)
+    if failed and resumed:
+        return {"stage": DONE, "result": "run_failed" if r.get("state") in RUN_FAILED else "run_unfinished",
+                "run": seen, "message": about + " that was already running ended in state %s: %s"
+                % (r.get("state") or "unknown", msg)}
+    if failed and r.get("ticket_state") in TERMINAL:     # the ticket ended, and not in success
+        return {"stage": DONE, "result": step + "_failed", step: seen, "diagnosis": seen["diagnosis"],
+                "message": _ticket_failed(r, ticket, about, seen["diagnosis"])}
+    if failed and r.get("timed_out"):
+        return {"stage": DONE, "result": step + "_unfinished", step: seen,
+                "message": about + " did not finish (ticket %s is %s after %s=%ss). %s" % (
+                    r.get("ticket_id"), ticket.get("state") or "unknown", STEP_TIMEOUT[step],
+                    s[step + "_timeout"], WAITED[step][1])}
+    if failed:
+        return {"stage": DONE, "result": "error", step: seen if seen["ticket_id"] or resumed else None,
+                "message": about + ": %s" % msg}
+    if not r.get("ticket_id") and not resumed:
+        return {"stage": DONE, "result": "checked", "message": "check mode: %s would be started" % WAITED[step][2]}
+    if step == "preflight":
+        return {"stage": "run", "preflight": seen}
+    return {"stage": DONE, "result": "succeeded", "run": seen,
+            "message": "resumed: the run was already active; it ended in state %s" % r.get("state") if resumed else ""}
+
+
+def advance(fleet, results, upto=None):
+    """The fleet after every step before ``upto`` (all steps when None), from the registered results."""
+    fleet = [dict(entry) for entry in fleet or []]
+    results = results or {}
+    for step in STEPS:
+        if step == upto:
+            break
+        sites = [s for s in fleet if s.get("stage") == step]
+        if not sites:
+            continue     # the step was skipped; a result left from an earlier play is not this run's
+        if results.get(step) is None:
+            break        # the play ended before this step: its sites were not reached
+        for site, result in _pair(step, sites, results.get(step)):
+            site.update(_next(step, site, result))
+    return fleet
+
+
+# ----------------------------------------------------------------------------------------- step
+
+def _migrations(sites, inputs):
+    """The migration module's ``migrations`` for the sites (holds credentials: no_log tasks only)."""
+    if inputs is None:
+        raise AnsibleFilterError("site_migration_step: the check and create steps need the sites' inputs")
+    inputs = list(inputs)
+    items = []
+    for s in sites:
+        given = inputs[s["index"]]
+        item = {"site": s["site"], "remote_host": s["remote_host"], "remote_port": s["remote_port"],
+                "remote_user": s["remote_user"],
+                "state_file": "%s/%s.json" % (given.get("site_migration_state_dir"), s["site"]),
+                "remote_docroot": given.get("site_migration_docroot"),
+                "remote_domain": given.get("site_migration_source_domain"),
+                "update_secret": given.get("site_migration_update_secret")}
+        for option in CREDENTIALS.get(s["auth"], ()):
+            item[option] = given.get(ROLE_VARIABLES[option])
+        items.append(dict((k, v) for k, v in item.items() if v is not None))
+    return items
+
+
+def step(fleet, name, results=None, inputs=None):
+    """What step ``name`` does: its module arguments for the sites at that stage (see the doc)."""
+    if name not in STEPS + ("stop",):
+        raise AnsibleFilterError("site_migration_step: unknown step %r (one of %s, stop)" % (name, ", ".join(STEPS)))
+    fleet = advance(fleet, results, upto=None if name == "stop" else name)
+    if name == "stop":
+        return {"hosts": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS)}
+    sites = [s for s in fleet if s.get("stage") == name]
+    todo = {"count": len(sites)}
+    if name in ("info", "allow"):
+        todo["sites"] = [s["site"] for s in sites]
+    elif name in ("check", "create"):
+        todo["migrations"] = _migrations(sites, inputs) if sites else []
+    elif name == "key":
+        todo["sites"] = [dict((k, s[k]) for k in ("site", "source_host", "remote_user", "ssh_id_pub", "install_become"))
+                         for s in sites]
+        users = {}
+        for entry in todo["sites"]:
+            users.setdefault((entry["source_host"], entry["remote_user"]), entry)
+        todo["users"] = list(users.values())
+    else:
+        todo["migration_ids"] = [s["migration_id"] for s in sites]
+        # One wait for every site: it lasts as long as the longest timeout and polls as often as the
+        # site that asks for the shortest interval.
+        todo["wait_timeout"] = max([s["%s_timeout" % name] for s in sites] or [1])
+        todo["poll_interval"] = min([s["poll_interval"] for s in sites] or [MIN_POLL_INTERVAL])
+    return todo
+
+
+# ----------------------------------------------------------------------------------------- report
+
+def report(fleet, hosts, results=None, refresh=True, generated=None):
+    """The report of the run: one entry per host of the play, stopped ones included (see the doc)."""
+    by_host = dict((s.get("host"), s) for s in advance(fleet, results))
+    sites = []
+    for host in hosts or []:
+        s = by_host.get(host, {})
+        m = s.get("migration") or {}
+        info = s.get("info") or {}
+        record = info.get("record") or {}
+        pf, run = s.get("preflight"), s.get("run")
+        result = s.get("result") or "not_reached"
+        message = s.get("message") or ("" if result == "succeeded" else "stopped before the fleet steps: see the "
+                                                                        "play output")
+        sites.append({
+            "host": host,
+            "site": s.get("site", host),
+            "site_id": m["site_id"] if "site_id" in m else info.get("site_id"),
+            "migration_id": m.get("migration_id") or info.get("migration_id"),
+            "operation": m.get("operation"),
+            "updated_fields": m.get("updated_fields") or [],
+            "auth": m.get("auth") or record.get("auth"),
+            "remote": m.get("remote") or _redacted_args(record),
+            "key_installed": s.get("key_installed", False),
+            "preflight": pf,
+            "run": run,
+            "duration": round(float((pf or {}).get("elapsed") or 0) + float((run or {}).get("elapsed") or 0), 3),
+            "result": result,
+            "diagnosis": s.get("diagnosis"),
+            "message": message,
+        })
+    counts = {}
+    for entry in sites:
+        counts[entry["result"]] = counts.get(entry["result"], 0) + 1
+
+    def longest(phase):
+        return max([e[phase]["elapsed"] for e in sites if e[phase] and e[phase].get("elapsed")] or [0])
+    return {
+        "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sites_total": len(sites),
+        "counts": dict(sorted(counts.items())),
+        "preflight_wait_seconds": longest("preflight"),
+        "run_wait_seconds": longest("run"),
+        "refresh": bool(_as(bool, refresh)),
+        "sites": sites,
+    }
+
+
+class FilterModule:
+    """The workflow of the role wpcloud.hosting.site_migration."""
+
+    def filters(self):
+        return {
+            "site_migration_lineup": lineup,
+            "site_migration_step": step,
+            "site_migration_report": report,
+        }

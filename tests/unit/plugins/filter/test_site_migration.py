@@ -1,0 +1,447 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The role's workflow decisions (plugins/filter/site_migration.py), without a server.
+
+Inputs are what the role's "Resolve the site's inputs" gives (role variables with a value), step
+results are shaped like the list forms of the modules return them; the end-to-end runs are in
+tests/system/test_role.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
+from ansible_collections.wpcloud.hosting.plugins.module_utils import _migration, _poller, _tickets
+
+ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "site_migration")
+with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as _handle:
+    SPEC = yaml.safe_load(_handle)["argument_specs"]["main"]
+with open(os.path.join(ROLE, "defaults", "main.yml")) as _handle:
+    DEFAULTS = yaml.safe_load(_handle)
+
+HOSTVARS = {"src.example": {"ansible_host": "10.0.0.5", "ansible_port": 2222, "ansible_user": "www"},
+            "bare.example": {}}
+PASSWORD = "correct horse battery staple"
+
+
+def inputs(**given):
+    """One site's resolved inputs: the role defaults (templates filled in) and what the test gives."""
+    values = dict((k, v) for k, v in DEFAULTS.items() if not (isinstance(v, str) and "{{" in v))
+    values.update(site_migration_state_dir="/inv/wpcloud-state", site_migration_report_dir="/inv/wpcloud-reports",
+                  site_migration_confirm_overwrite=True, site_migration_source_host="src.example",
+                  site_migration_install_key=False)
+    values.update(given)
+    return dict((k, v) for k, v in values.items() if v is not None)
+
+
+def line_up(*sites, hostvars=None):
+    hostvars = HOSTVARS if hostvars is None else hostvars
+    hosts = [s.pop("host", "dest%d.example" % i) for i, s in enumerate(sites)]
+    for i, s in enumerate(sites):
+        s.setdefault("site_migration_site", str(1001 + i))
+    return sm.lineup([inputs(**s) for s in sites], hosts, SPEC, hostvars), [inputs(**s) for s in sites]
+
+
+def results(*items, **whole):
+    return dict(whole, results=list(items), changed=False)
+
+
+# ----------------------------------------------------------------------------------------- lineup
+
+def test_the_filters_are_registered():
+    assert sm.FilterModule().filters() == {"site_migration_lineup": sm.lineup, "site_migration_step": sm.step,
+                                           "site_migration_report": sm.report}
+
+
+def test_a_valid_site_is_resolved_from_its_source_host():
+    fleet, dummy = line_up({})
+    entry = fleet[0]
+    assert entry["result"] is None and entry["message"] == "" and entry["stage"] == "check"
+    assert (entry["remote_host"], entry["remote_port"], entry["remote_user"]) == ("10.0.0.5", 2222, "www")
+    assert entry["install_become"] is False and entry["install_key"] is False
+    assert entry["preflight_timeout"] == 900 and entry["run_timeout"] == 7200 and entry["poll_interval"] == 1.0
+
+
+def test_role_variables_win_over_the_source_host_and_become_follows_the_user():
+    fleet, dummy = line_up({"site_migration_remote_host": "ssh.example", "site_migration_remote_port": 22,
+                            "site_migration_remote_user": "blog"})
+    entry = fleet[0]
+    assert (entry["remote_host"], entry["remote_port"], entry["remote_user"]) == ("ssh.example", 22, "blog")
+    assert entry["install_become"] is True          # Ansible logs in as www, the key is for blog
+
+
+def test_a_source_without_ansible_host_is_reached_by_its_inventory_name():
+    fleet, dummy = line_up({"site_migration_source_host": "bare.example", "site_migration_remote_user": "wp"})
+    assert fleet[0]["remote_host"] == "bare.example" and fleet[0]["remote_port"] == 22
+
+
+@pytest.mark.parametrize("variable", sorted("site_migration_" + name for name in sm.EMPTY_HINTS))
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_explicitly_empty_input_is_refused_by_its_variable_name(variable, value):
+    """Issue 13 item 2: never replaced by the source host's values or a default."""
+    given = {variable: value}
+    if variable == "site_migration_remote_pass":
+        given["site_migration_auth"] = "password"
+    if variable.startswith("site_migration_ssh_id"):
+        given.update(site_migration_auth="key", site_migration_ssh_id="KEY TEXT")
+        given[variable] = value
+    fleet, dummy = line_up(given)
+    entry = fleet[0]
+    assert entry["stage"] == "done" and entry["result"] == "invalid_input"
+    assert "%s is empty: " % variable in entry["message"], entry["message"]
+    if variable in ("site_migration_remote_host", "site_migration_remote_user"):
+        assert entry[variable[len("site_migration_"):]] == value      # not 10.0.0.5 / www
+        assert "must resolve" not in entry["message"]                  # one message, the right one
+
+
+def test_an_empty_source_domain_is_not_refused_it_means_the_default_domain():
+    fleet, given = line_up({"site_migration_source_domain": ""})
+    assert fleet[0]["result"] is None
+    assert sm.step(fleet, "check", {}, given)["migrations"][0]["remote_domain"] == ""
+
+
+def test_null_means_unset_and_takes_the_source_hosts_values():
+    fleet, dummy = line_up({"site_migration_remote_host": None, "site_migration_remote_user": None})
+    assert fleet[0]["result"] is None and fleet[0]["remote_host"] == "10.0.0.5" and fleet[0]["remote_user"] == "www"
+
+
+def test_no_source_host_is_needed_when_no_key_is_installed():
+    """Issue 13 item 6: password or key auth, or install_key false: Ansible never connects to it."""
+    fleet, dummy = line_up({"site_migration_source_host": None, "site_migration_auth": "password",
+                            "site_migration_remote_pass": PASSWORD, "site_migration_remote_host": "old.example",
+                            "site_migration_remote_user": "blog"},
+                           {"site_migration_source_host": None, "site_migration_install_key": False,
+                            "site_migration_remote_host": "old.example", "site_migration_remote_user": "shop"},
+                           hostvars={})
+    assert [e["result"] for e in fleet] == [None, None]
+    assert fleet[0]["remote_port"] == 22 and fleet[0]["source_host"] == ""
+
+
+def test_without_a_source_host_the_remote_host_and_user_must_be_set():
+    fleet, dummy = line_up({"site_migration_source_host": None}, hostvars={})
+    message = fleet[0]["message"]
+    assert "set site_migration_remote_host" in message and "site_migration_remote_user" in message
+
+
+def test_a_generated_key_to_install_needs_the_source_host():
+    fleet, dummy = line_up({"site_migration_source_host": None, "site_migration_install_key": True,
+                            "site_migration_remote_host": "old.example", "site_migration_remote_user": "blog"},
+                           hostvars={})
+    assert fleet[0]["result"] == "invalid_input"
+    assert "site_migration_source_host is needed to install the generated key" in fleet[0]["message"]
+
+
+def test_an_unknown_source_host_is_refused():
+    fleet, dummy = line_up({"site_migration_source_host": "nosuch.example"})
+    assert "site_migration_source_host (nosuch.example) must be an inventory host" in fleet[0]["message"]
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({"site_migration_auth": "pasword"}, "value of site_migration_auth must be one of: password, key, generated"),
+    ({"site_migration_preflight_timeout": "soon"}, "site_migration_preflight_timeout"),
+    ({"site_migration_remote_port": ""}, "site_migration_remote_port"),
+    ({"site_migration_confirm_overwrite": False}, "site_migration_confirm_overwrite must be true"),
+    ({"site_migration_confirm_overwrite": "perhaps"}, "site_migration_confirm_overwrite"),
+    ({"site_migration_auth": "password"}, "site_migration_auth=password needs site_migration_remote_pass"),
+    ({"site_migration_auth": "key"}, "site_migration_auth=key needs site_migration_ssh_id"),
+    ({"site_migration_remote_pass": PASSWORD}, "site_migration_remote_pass is only for site_migration_auth=password"),
+    ({"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD, "site_migration_ssh_id_pass": "pp"},
+     "site_migration_ssh_id_pass is only for site_migration_auth=key (it is password): remove it"),
+    ({"site_migration_poll_interval": 0.2}, "site_migration_poll_interval must be at least 1"),
+    ({"site_migration_run_timeout": 0}, "site_migration_run_timeout must be a positive number of seconds"),
+    ({"site_migration_source_host": "bare.example"}, "the remote user must resolve"),
+])
+def test_each_rule_names_the_role_variable(given, expected):
+    fleet, dummy = line_up(given)
+    assert fleet[0]["result"] == "invalid_input" and fleet[0]["stage"] == "done"
+    assert fleet[0]["message"].startswith("site 1001: invalid inputs: ")
+    assert expected in fleet[0]["message"], fleet[0]["message"]
+
+
+def test_a_secret_of_the_wrong_type_is_never_quoted():
+    fleet, dummy = line_up({"site_migration_auth": "password", "site_migration_remote_pass": [PASSWORD]})
+    assert PASSWORD not in json.dumps(fleet)
+
+
+def test_the_lineup_holds_no_credential():
+    fleet, dummy = line_up({"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD})
+    assert fleet[0]["result"] is None and PASSWORD not in json.dumps(fleet)
+
+
+def test_two_hosts_for_one_site_are_both_refused_and_the_others_go_on():
+    fleet, dummy = line_up({"site_migration_site": "blog.example"}, {"site_migration_site": "Blog.Example"},
+                           {"site_migration_site": "1003"})
+    assert [e["result"] for e in fleet] == ["invalid_input", "invalid_input", None]
+    assert "also the destination of host dest1.example" in fleet[0]["message"]
+
+
+def test_refresh_false_starts_with_reading_the_migration():
+    fleet, dummy = line_up({"site_migration_refresh": False})
+    assert fleet[0]["stage"] == "info"
+
+
+def test_the_lineup_refuses_inputs_that_do_not_match_the_hosts():
+    with pytest.raises(AnsibleFilterError):
+        sm.lineup([inputs()], ["a", "b"], SPEC, HOSTVARS)
+
+
+# ----------------------------------------------------------------------------------------- steps
+
+def _created(site, migration_id, **extra):
+    record = {"state": "new", "auth": "generated", "args": {"remote-host": "10.0.0.5", "remote-pass": "[redacted]"}}
+    return dict({"site": site, "migration_id": migration_id, "site_id": int(site), "operation": "create",
+                 "updated_fields": [], "state": "new", "record": record, "failed": False}, **extra)
+
+
+def _ticket(migration_id, ticket_id, state="success", **extra):
+    ticket = {"ticket_id": ticket_id, "state": state, "elapsed": 2.5, "response_count": 3, "polls": 3}
+    ticket.update(extra.pop("ticket", {}))
+    return dict({"migration_id": migration_id, "ticket_id": ticket_id, "ticket": ticket, "ticket_state": state,
+                 "failed": False, "changed": True}, **extra)
+
+
+def test_each_step_gives_its_module_arguments():
+    fleet, given = line_up({"site_migration_refresh": False, "site_migration_poll_interval": 2.0,
+                            "site_migration_preflight_timeout": 60},
+                           {"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD})
+    assert sm.step(fleet, "info", {}) == {"count": 1, "sites": ["1001"]}
+    todo = sm.step(fleet, "check", {"info": results({"site": "1001", "exists": False, "migration_id": None})}, given)
+    assert todo["count"] == 2
+    assert todo["migrations"][0] == {"site": "1001", "remote_host": "10.0.0.5", "remote_port": 2222,
+                                     "remote_user": "www", "state_file": "/inv/wpcloud-state/1001.json",
+                                     "update_secret": "on_create"}
+    assert todo["migrations"][1]["remote_pass"] == PASSWORD and "ssh_id" not in todo["migrations"][1]
+    done = {"info": results({"site": "1001", "migration_id": None}),
+            "check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
+            "create": results(_created("1001", 7), _created("1002", 8))}
+    assert sm.step(fleet, "allow", done)["sites"] == ["1001", "1002"]
+    todo = sm.step(fleet, "preflight", done)
+    assert todo == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0}
+
+
+def test_the_check_and_create_steps_need_the_inputs():
+    fleet, dummy = line_up({})
+    with pytest.raises(AnsibleFilterError):
+        sm.step(fleet, "create", {"check": results({"site": "1001"}), "allow": results({"site": "1001"})})
+
+
+def test_an_unknown_step_is_refused():
+    with pytest.raises(AnsibleFilterError):
+        sm.step([], "reboot")
+
+
+def test_results_pair_with_sites_by_identity_not_position():
+    fleet, dummy = line_up({}, {}, {})
+    # The allow step answers for site 1003 first, and refuses 1001 only.
+    done = {"check": results({"site": "1001"}, {"site": "1002"}, {"site": "1003"}),
+            "allow": results({"site": "1003", "failed": False}, {"site": "1001", "failed": True, "msg": "HTTP 500"},
+                             {"site": "1002", "failed": False})}
+    assert sm.step(fleet, "create", done, [inputs()] * 3)["migrations"][0]["site"] == "1002"
+    ended = dict((s["site"], s) for s in sm.advance(fleet, done))
+    assert ended["1001"]["result"] == "error" and "site 1001: allowing a migration failed: HTTP 500" == \
+        ended["1001"]["message"]
+    assert ended["1002"]["stage"] == ended["1003"]["stage"] == "create"
+
+
+def test_preflight_and_run_results_pair_by_migration_id():
+    fleet, dummy = line_up({}, {})
+    done = {"check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
+            "create": results(_created("1002", 8), _created("1001", 7)),
+            "preflight": results(_ticket(8, "t8"), _ticket(7, "t7", state="failure", failed=True,
+                                                           ticket={"diagnosis": {"code": "x"}}))}
+    ended = dict((s["site"], s) for s in sm.advance(fleet, done))
+    assert ended["1001"]["result"] == "preflight_failed" and ended["1001"]["preflight"]["ticket_id"] == "t7"
+    assert ended["1002"]["stage"] == "run" and ended["1002"]["preflight"]["ticket_id"] == "t8"
+
+
+def test_results_without_identity_pair_by_position():
+    fleet, dummy = line_up({}, {})
+    done = {"check": results({"failed": False}, {"failed": True, "msg": "remote_port must be between 1 and 65535"})}
+    ended = sm.advance(fleet, done)
+    assert ended[0]["stage"] == "allow" and ended[1]["result"] == "invalid_input"
+
+
+def test_a_step_that_failed_as_a_whole_gives_every_site_its_message():
+    fleet, dummy = line_up({}, {})
+    ended = sm.advance(fleet, {"check": {"failed": False, "msg": "migrations lists site 1001 twice"}})
+    assert [e["message"] for e in ended] == ["site 1001: migrations lists site 1001 twice",
+                                             "site 1002: migrations lists site 1001 twice"]
+
+
+def test_module_messages_name_the_role_variable():
+    """Issue 13 item 2: site_migration_remote_port, never remote_port, also in the modules' own checks."""
+    fleet, dummy = line_up({}, {}, {}, {})
+    msgs = ["remote_port must be between 1 and 65535 (SSH usually listens on 22), got 0.",
+            "remote_host must be a host name or IP address (letters, digits, dots and hyphens), got an invalid value.",
+            "ssh_id_pass does not open ssh_id: the passphrase is wrong.",
+            "site must be a numeric site ID or a domain name like example.com (letters, digits, hyphens and dots "
+            "only; no scheme, path, port or spaces)."]
+    done = {"check": results(*[{"site": str(1001 + i), "failed": True, "msg": m} for i, m in enumerate(msgs)])}
+    ended = [e["message"] for e in sm.advance(fleet, done)]
+    assert ended[0] == "site 1001: site_migration_remote_port must be between 1 and 65535 (SSH usually listens on " \
+        "22), got 0."
+    assert ended[1].startswith("site 1002: site_migration_remote_host must be a host name")
+    assert ended[2] == "site 1003: site_migration_ssh_id_pass does not open site_migration_ssh_id: the passphrase " \
+        "is wrong."
+    assert ended[3].startswith("site 1004: site_migration_site must be a numeric site ID")
+
+
+def test_translation_leaves_other_words_and_role_variables_alone():
+    text = "add the returned ssh_id_pub for site 5 to remote_user's keys; site_migration_remote_port stays"
+    assert sm.role_message(text) == ("add the returned ssh_id_pub for site 5 to site_migration_remote_user's keys; "
+                                     "site_migration_remote_port stays")
+    assert sm.role_message("still running when wait_timeout=60s ran out", "run") == \
+        "still running when site_migration_run_timeout=60s ran out"
+    assert sm.role_message("api_url must be an absolute URL; set api_key or WPCLOUD_API_KEY") == \
+        "wpcloud_api_url must be an absolute URL; set wpcloud_api_key or WPCLOUD_API_KEY"
+    assert sm.role_message("state_file /inv/s/1001.json could not be read as JSON (ValueError): fix or remove it") \
+        == "the state file /inv/s/1001.json (in site_migration_state_dir) could not be read as JSON (ValueError): " \
+        "fix or remove it"
+
+
+def _to_preflight(n=1, **given):
+    fleet, dummy = line_up(*[dict(given) for dummy in range(n)])
+    sites = [str(1001 + i) for i in range(n)]
+    done = {"check": results(*[{"site": s} for s in sites]), "allow": results(*[{"site": s} for s in sites]),
+            "create": results(*[_created(s, 7 + i) for i, s in enumerate(sites)])}
+    return fleet, done
+
+
+def test_a_failed_preflight_stops_its_site_with_the_diagnosis_in_role_words():
+    fleet, done = _to_preflight()
+    hint = "Set remote_docroot to the directory that holds wp-config.php"
+    done["preflight"] = results(_ticket(7, "t7", state="failure", failed=True, ticket={
+        "messages": ["Connecting", "could not find WordPress"],
+        "diagnosis": {"code": "docroot_missing", "hint": hint, "matched": "could not find WordPress"}}))
+    entry = sm.advance(fleet, done)[0]
+    assert entry["result"] == "preflight_failed" and entry["diagnosis"]["code"] == "docroot_missing"
+    assert entry["message"] == ("site 1001: preflight of migration 7 failed (docroot_missing): Set "
+                                "site_migration_docroot to the directory that holds wp-config.php Messages: "
+                                "Connecting | could not find WordPress")
+    assert entry["diagnosis"]["hint"].startswith("Set site_migration_docroot")
+
+
+def test_an_unfinished_preflight_names_the_timeout_variable():
+    fleet, done = _to_preflight(site_migration_preflight_timeout=60)
+    done["preflight"] = results(_ticket(7, "t7", state="running", failed=True, timed_out=True, msg="did not finish"))
+    entry = sm.advance(fleet, done)[0]
+    assert entry["result"] == "preflight_unfinished"
+    assert "after site_migration_preflight_timeout=60s" in entry["message"]
+
+
+def test_a_run_succeeds_or_fails_with_its_ticket():
+    fleet, done = _to_preflight(2)
+    done["preflight"] = results(_ticket(7, "p7"), _ticket(8, "p8"))
+    done["run"] = results(_ticket(7, "r7"), _ticket(8, "r8", state="failure", failed=True,
+                                                    ticket={"diagnosis": {"code": "unknown", "hint": "read"}}))
+    ended = sm.advance(fleet, done)
+    assert [e["result"] for e in ended] == ["succeeded", "run_failed"]
+    assert ended[0]["run"] == {"ticket_id": "r7", "state": "success", "elapsed": 2.5, "response_count": 3,
+                               "already_running": False, "diagnosis": None}
+
+
+def test_a_resumed_run_is_followed_by_its_state():
+    fleet, done = _to_preflight(2)
+    done["create"] = results(_created("1001", 7, state="migration-running"),
+                             _created("1002", 8, state="migration-running"))
+    assert sm.step(fleet, "preflight", done)["count"] == 0 and sm.step(fleet, "run", done)["migration_ids"] == [7, 8]
+    done["run"] = results({"migration_id": 7, "already_running": True, "state": "migration-succeeded"},
+                          {"migration_id": 8, "already_running": True, "state": "migration-failed", "failed": True,
+                           "msg": "The migration run that was already active ended in state migration-failed."})
+    ended = sm.advance(fleet, done)
+    assert ended[0]["result"] == "succeeded" and ended[0]["run"]["already_running"] is True
+    assert ended[0]["message"] == "resumed: the run was already active; it ended in state migration-succeeded"
+    assert ended[1]["result"] == "run_failed"
+
+
+def test_check_mode_reports_what_would_happen():
+    fleet, dummy = line_up({}, {})
+    done = {"check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
+            "create": results(_created("1001", None), _created("1002", 8))}
+    done["preflight"] = results(_ticket(8, None))
+    ended = sm.advance(fleet, done)
+    assert [e["result"] for e in ended] == ["checked", "checked"]
+    assert ended[0]["message"] == "check mode: the migration would be created"
+    assert ended[1]["message"] == "check mode: preflight would be started"
+
+
+def test_a_generated_key_is_installed_before_preflight_and_its_failure_stops_the_site():
+    fleet, done = _to_preflight(2, site_migration_install_key=True)
+    done["create"] = results(_created("1001", 7, ssh_id_pub="ssh-ed25519 AAAA one"),
+                             _created("1002", 8, ssh_id_pub="ssh-ed25519 AAAA two"))
+    todo = sm.step(fleet, "key", done)
+    assert todo["count"] == 2 and len(todo["users"]) == 1          # one source user, one .ssh directory
+    assert todo["sites"][1] == {"site": "1002", "source_host": "src.example", "remote_user": "www",
+                                "ssh_id_pub": "ssh-ed25519 AAAA two", "install_become": False}
+    done["key"] = {"results": [{"item": todo["sites"][1], "unreachable": True, "msg": "ssh: connect refused"},
+                               {"item": todo["sites"][0], "changed": True}]}
+    ended = sm.advance(fleet, done)
+    assert ended[0]["stage"] == "preflight" and ended[0]["key_installed"] is True
+    assert ended[1]["result"] == "error"
+    assert ended[1]["message"] == "site 1002: installing the generated key on src.example failed: ssh: connect refused"
+
+
+def test_a_later_steps_stale_result_is_never_applied():
+    """Registered results of an earlier run of the role in the same play stay until overwritten."""
+    fleet, done = _to_preflight()
+    done["run"] = results(_ticket(7, "old"))
+    assert sm.step(fleet, "preflight", done)["migration_ids"] == [7]
+    # Preflight has not run yet: the site was not reached, whatever an old run result says.
+    entry = sm.advance(fleet, done)[0]
+    assert entry["stage"] == "preflight" and entry["result"] is None
+    assert sm.report(fleet, ["dest0.example"], done)["sites"][0]["result"] == "not_reached"
+
+
+def test_a_step_that_did_not_run_leaves_its_sites_not_reached():
+    fleet, dummy = line_up({}, {})
+    ended = sm.advance(fleet, {"check": results({"site": "1001"}, {"site": "1002"})})
+    assert [(e["stage"], e["result"]) for e in ended] == [("allow", None), ("allow", None)]
+
+
+def test_the_vocabulary_comes_from_module_utils():
+    assert sm.RUNNING_STATES is _migration.RUNNING_STATES and sm.SECRET_PARAMS is _migration.SECRET_PARAMS
+    assert sm.RUN_SUCCEEDED is _tickets.RUN_SUCCEEDED and sm.TERMINAL is _poller.TERMINAL
+
+
+# ----------------------------------------------------------------------------------------- report and stop
+
+REPORT_KEYS = {"generated", "sites_total", "counts", "preflight_wait_seconds", "run_wait_seconds", "refresh", "sites"}
+SITE_KEYS = {"host", "site", "site_id", "migration_id", "operation", "updated_fields", "auth", "remote",
+             "key_installed", "preflight", "run", "duration", "result", "diagnosis", "message"}
+
+
+def test_the_report_covers_every_host_and_keeps_its_keys():
+    fleet, done = _to_preflight(2)
+    done["preflight"] = results(_ticket(7, "p7"), _ticket(8, "p8", state="failure", failed=True,
+                                                          ticket={"diagnosis": {"code": "unknown", "hint": "h"}}))
+    done["run"] = results(_ticket(7, "r7"))
+    rep = sm.report(fleet, ["dest0.example", "dest1.example", "late.example"], done, True, generated="T")
+    assert set(rep) == REPORT_KEYS and all(set(s) == SITE_KEYS for s in rep["sites"])
+    assert rep["counts"] == {"not_reached": 1, "preflight_failed": 1, "succeeded": 1} and rep["sites_total"] == 3
+    first = rep["sites"][0]
+    assert first["duration"] == 5.0 and first["remote"] == {"remote-host": "10.0.0.5"} and first["message"] == ""
+    assert rep["sites"][2]["message"] == "stopped before the fleet steps: see the play output"
+    assert rep["preflight_wait_seconds"] == 2.5 and rep["run_wait_seconds"] == 2.5 and rep["refresh"] is True
+    assert "[redacted]" not in json.dumps(rep)
+    assert sm.step(fleet, "stop", done) == {"hosts": {"dest1.example": rep["sites"][1]["message"]}}
+
+
+def test_a_left_alone_site_is_reported_from_what_was_read():
+    fleet, dummy = line_up({"site_migration_refresh": False})
+    record = {"state": "migration-succeeded", "auth": "password", "args": {"remote-user": "www", "remote-pass": "x"}}
+    done = {"info": results({"site": "1001", "site_id": 1001, "migration_id": 7, "state": "migration-succeeded",
+                             "record": record})}
+    rep = sm.report(fleet, ["dest0.example"], done, "false")
+    site = rep["sites"][0]
+    assert site["result"] == "left_alone" and site["migration_id"] == 7 and site["auth"] == "password"
+    assert site["remote"] == {"remote-user": "www"} and rep["refresh"] is False
+    assert sm.step(fleet, "stop", done) == {"hosts": {}}
