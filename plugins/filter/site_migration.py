@@ -180,8 +180,10 @@ def _problems(params, given, hostvars, sources):
                         "site_migration_remote_user")
     remote_port = _value(params, "remote_port")
     if remote_port is None:
-        remote_port = found.get("ansible_port") or 22
-        if _as(int, remote_port) is None:
+        # Unset and no ansible_port: not sent, so an update keeps the stored port and a create
+        # takes the service's default (22).
+        remote_port = found.get("ansible_port")
+        if remote_port is not None and _as(int, remote_port) is None:
             problems.append("ansible_port of the source host %s is not a number (%s): fix it, or set "
                             "site_migration_remote_port" % (source, remote_port))
     become = _as(bool, _value(params, "install_become"))
@@ -206,7 +208,7 @@ def _problems(params, given, hostvars, sources):
         value = _as(int, _value(params, name))
         if value is not None and value <= 0:
             problems.append("site_migration_%s must be a positive number of seconds (it is %s)" % (name, value))
-    resolved = {"source_host": source or "", "remote_host": remote_host, "remote_port": _as(int, remote_port),
+    resolved = {"source_host": source or "", "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
                 "remote_user": remote_user, "auth": auth, "install_key": bool(installs),
                 "install_become": become}
     return problems, resolved

@@ -81,7 +81,15 @@ def test_role_variables_win_over_the_source_host_and_become_follows_the_user():
 
 def test_a_source_without_ansible_host_is_reached_by_its_inventory_name():
     fleet, dummy = line_up({"site_migration_source_host": "bare.example", "site_migration_remote_user": "wp"})
-    assert fleet[0]["remote_host"] == "bare.example" and fleet[0]["remote_port"] == 22
+    assert fleet[0]["remote_host"] == "bare.example" and fleet[0]["remote_port"] is None
+
+
+def test_a_port_nobody_set_is_not_sent():
+    """Issue 13 item 1 for the role: no site_migration_remote_port and no ansible_port means the
+    migrations item has no remote_port, so an update keeps the stored port (create takes 22)."""
+    fleet, given = line_up({"site_migration_source_host": "bare.example", "site_migration_remote_user": "wp"})
+    assert "remote_port" not in sm.step(fleet, "check", {"info": results({"site": "1001", "migration_id": None})},
+                                        given)["migrations"][0]
 
 
 @pytest.mark.parametrize("variable", sorted("site_migration_" + name for name in sm.EMPTY_HINTS))
@@ -123,7 +131,7 @@ def test_no_source_host_is_needed_when_no_key_is_installed():
                             "site_migration_remote_host": "old.example", "site_migration_remote_user": "shop"},
                            hostvars={})
     assert [e["result"] for e in fleet] == [None, None]
-    assert fleet[0]["remote_port"] == 22 and fleet[0]["source_host"] == ""
+    assert fleet[0]["remote_port"] is None and fleet[0]["source_host"] == ""
 
 
 def test_without_a_source_host_the_remote_host_and_user_must_be_set():
