@@ -87,12 +87,26 @@ def test_start_line_tls_and_loopback(emu):
     response = requests.get("https://localhost:%s/api/v1.0/get-site/1001" % port,
                             headers={"Auth": emu.api_key}, verify=emu.ca_path, timeout=5)
     assert response.status_code == 200
-    with socket.socket() as sock:  # bound to 127.0.0.1 only
-        sock.settimeout(1)
-        other = [a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
-                 if not a[4][0].startswith("127.")]
-        if other:
-            assert sock.connect_ex((other[0], int(port))) != 0
+    assert _answers("127.0.0.2", int(port)) is False  # bound to 127.0.0.1 only, not to every address
+
+
+def _answers(host, port):
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def test_loopback_only_check_can_fail():
+    """The check above needs no DNS (the host name of a container often does not resolve): a socket bound
+    to every address (0.0.0.0) answers on 127.0.0.2, all of 127.0.0.0/8 being this machine's."""
+    with socket.socket() as wildcard:
+        wildcard.bind(("0.0.0.0", 0))
+        wildcard.listen(1)
+        assert _answers("127.0.0.2", wildcard.getsockname()[1]) is True
+    with socket.socket() as loopback:
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen(1)
+        assert _answers("127.0.0.2", loopback.getsockname()[1]) is False
 
 
 def test_keep_alive_reuses_one_connection(emu):
