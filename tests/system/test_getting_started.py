@@ -82,8 +82,8 @@ class DocEmulator:
                 data += chunk
         if not data.endswith(b"\n"):
             self.stderr.seek(0)
-            raise AssertionError("no JSON line from %r; stdout %r; stderr:\n%s" % (self.command, data,
-                                                                                  self.stderr.read()[-3000:]))
+            raise AssertionError("no JSON line from %r; stdout %r; stderr:\n%s"
+                                 % (self.command, data, self.stderr.read()[-3000:]))
         return data.decode()
 
     def ctrl_c(self, timeout=10):
