@@ -168,14 +168,15 @@ emulator: setup
 
 # The main job: a full site migration (three sites, three kinds of SSH authentication) against the
 # emulator and a real SSH source host on this machine, run twice (the second run is a refresh).
-# The source host creates a unix user, so a user who is not root runs the demo through sudo (no
-# bytecode written: the checkout gets no root-owned files).
+# The source host creates a unix user, so a user who is not root runs the demo through sudo, with
+# root's sbin directories on PATH (useradd, sshd) and no bytecode written (no root-owned files here).
 demo: setup
 	@if [ "$$(id -u)" -eq 0 ]; then \
 		PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/demo/run_demo.sh; \
 	elif command -v sudo >/dev/null 2>&1; then \
 		echo "demo: the SSH source host needs root: running the demo with sudo" >&2; \
-		sudo env PATH="$(ROOT)/$(VENV)/bin:$$PATH" PYTHONDONTWRITEBYTECODE=1 tests/demo/run_demo.sh; \
+		sudo env PATH="$(ROOT)/$(VENV)/bin:/usr/local/sbin:/usr/sbin:/sbin:$$PATH" PYTHONDONTWRITEBYTECODE=1 \
+			tests/demo/run_demo.sh; \
 	else \
 		echo "demo: needs root or sudo (the SSH source host creates a unix user)" >&2; exit 1; \
 	fi
