@@ -8,6 +8,8 @@
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# Setup and make's own chatter go to stderr or nowhere: `make emulator`'s stdout is only its JSON line.
+MAKEFLAGS += --no-print-directory
 
 VENV     := .venv
 VENV216  := .venv-2.16
@@ -39,7 +41,7 @@ help:
 	@echo "make lint         ansible-lint (production profile)"
 	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, changelog, ansible-builder"
 	@echo "make docs         build the HTML docs site into docs/build/html"
-	@echo "make emulator     run the service emulator in the foreground"
+	@echo "make emulator     run the service emulator in the foreground (EMULATOR_ARGS=\"--port 8443 --api-key KEY\")"
 	@echo "make clean        remove venvs, the collection tree and test output"
 
 # ---------------------------------------------------------------- setup
@@ -50,7 +52,7 @@ system-packages:
 	@tests/utils/install-system-packages.sh
 
 $(VENV)/.installed: tests/requirements.txt requirements.txt tests/utils/make-venv.sh
-	tests/utils/make-venv.sh $(VENV) tests/requirements.txt
+	@tests/utils/make-venv.sh $(VENV) tests/requirements.txt
 
 # ansible-core 2.16 supports controller Pythons up to 3.12 only; without a 3.12 on the machine
 # (e.g. plain Debian 13) the 2.16 sanity run is skipped and says so.
@@ -60,18 +62,18 @@ $(VENV216)/.installed: tests/requirements-2.16.txt tests/utils/make-venv.sh
 	else \
 		mkdir -p $(VENV216); \
 		echo "no Python 3.12 on this machine: ansible-core 2.16 needs a 3.10-3.12 controller" > $(VENV216)/.unavailable; \
-		echo "setup: WARNING: $$(cat $(VENV216)/.unavailable); sanity-2.16 will be skipped"; \
+		echo "setup: WARNING: $$(cat $(VENV216)/.unavailable); sanity-2.16 will be skipped" >&2; \
 		touch $@; \
 	fi
 
 # ansible-test downloads get-pip.py from a server we cannot reach: seed its cache with a stand-in.
 get-pip: $(VENV)/.installed $(VENV216)/.installed
-	@$(VENV)/bin/python tests/utils/seed_get_pip.py
-	@if [ -x $(VENV216)/bin/python ]; then $(VENV216)/bin/python tests/utils/seed_get_pip.py; fi
+	@$(VENV)/bin/python tests/utils/seed_get_pip.py >&2
+	@if [ -x $(VENV216)/bin/python ]; then $(VENV216)/bin/python tests/utils/seed_get_pip.py >&2; fi
 
 # A fresh copy of the collection where ansible-test wants it (.../ansible_collections/wpcloud/hosting).
 tree: $(VENV)/.installed
-	@$(VENV)/bin/python tests/utils/sync_tree.py $(TREE)
+	@$(VENV)/bin/python tests/utils/sync_tree.py $(TREE) >&2
 
 # ---------------------------------------------------------------- test suites
 
@@ -82,7 +84,8 @@ test: setup
 		start=$$(date +%s); \
 		if $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
 		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
-		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; fi; \
+		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; \
+		elif [ -f $(BUILD)/skipped/$$suite.partial ]; then result="$$result, skipped in part: $$(cat $(BUILD)/skipped/$$suite.partial)"; fi; \
 		summary="$$summary  $$suite: $$result ($$(( $$(date +%s) - start )) s)\n"; \
 	done; \
 	echo; echo "=================== summary"; printf "$$summary"; \
@@ -90,7 +93,9 @@ test: setup
 	echo "$$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
 
-# A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes.
+# A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes; one that ran
+# but had to leave a part out (a tool that cannot run on this machine's Python) says so in
+# $(BUILD)/skipped/<suite>.partial. Both show in the summary of `make test`.
 define skip
 mkdir -p $(BUILD)/skipped && echo "$(2)" > $(BUILD)/skipped/$(1) && echo "$(1): SKIPPED: $(2)"
 endef
@@ -142,10 +147,11 @@ lint: setup
 	PATH="$(ROOT)/$(VENV)/bin:$$PATH" ansible-lint
 
 # Release gates: ansible-lint (production), galaxy-importer on the built tarball (no WARNING/ERROR),
-# antsibull-docs lint, antsibull-changelog lint, ansible-builder introspect/create. Own venv (.venv-release).
+# antsibull-docs lint, antsibull-changelog lint, ansible-builder introspect/create. Own venv
+# (.venv-release) on the machine's Python; a gate whose tool cannot run on it is skipped, with the reason.
 gates: setup
-	@rm -f $(BUILD)/skipped/$@
-	@tests/utils/gates.sh
+	@rm -f $(BUILD)/skipped/$@ $(BUILD)/skipped/$@.partial
+	@tests/utils/gates.sh --skipped-file $(BUILD)/skipped/$@.partial
 
 # The HTML docs site (antsibull-docs + Sphinx) in docs/build/html.
 docs: setup
@@ -153,13 +159,27 @@ docs: setup
 
 # ---------------------------------------------------------------- emulator and demo
 
+# The emulator in the foreground until Ctrl-C: stdout is one JSON line (url, api_key, ca_path, client),
+# the log goes to stderr. EMULATOR_ARGS go to server.py, e.g. EMULATOR_ARGS="--port 8443 --api-key KEY"
+# (docs/getting-started.md; `python tests/emulator/server.py --help` lists them all).
+EMULATOR_ARGS ?=
 emulator: setup
-	PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python tests/emulator/server.py
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" exec $(VENV)/bin/python tests/emulator/server.py $(EMULATOR_ARGS)
 
 # The main job: a full site migration (three sites, three kinds of SSH authentication) against the
 # emulator and a real SSH source host on this machine, run twice (the second run is a refresh).
+# The source host creates a unix user, so a user who is not root runs the demo through sudo, with
+# root's sbin directories on PATH (useradd, sshd) and no bytecode written (no root-owned files here).
 demo: setup
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/demo/run_demo.sh
+	@if [ "$$(id -u)" -eq 0 ]; then \
+		PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/demo/run_demo.sh; \
+	elif command -v sudo >/dev/null 2>&1; then \
+		echo "demo: the SSH source host needs root: running the demo with sudo" >&2; \
+		sudo env PATH="$(ROOT)/$(VENV)/bin:/usr/local/sbin:/usr/sbin:/sbin:$$PATH" PYTHONDONTWRITEBYTECODE=1 \
+			tests/demo/run_demo.sh; \
+	else \
+		echo "demo: needs root or sudo (the SSH source host creates a unix user)" >&2; exit 1; \
+	fi
 
 # ---------------------------------------------------------------- clean
 

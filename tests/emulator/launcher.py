@@ -10,7 +10,7 @@ In Python::
 From a Makefile (detached; the JSON line goes to FILE)::
 
     python tests/emulator/launcher.py --json-out FILE --pid-file PIDFILE [server.py args]
-    python tests/emulator/launcher.py --stop PIDFILE
+    python tests/emulator/launcher.py --stop PIDFILE [--no-kill]   (SIGTERM; SIGKILL after 10 s unless --no-kill)
 """
 
 import json
@@ -58,7 +58,7 @@ def _wait_for_line(proc, stdout_path, log_path, timeout=START_TIMEOUT):
     raise EmulatorError("emulator exited with %s; log:\n%s" % (proc.returncode, tail))
 
 
-def _spawn(workdir, args, python, detached=False):
+def _spawn(workdir, args, python, detached=False, env=None):
     os.makedirs(workdir, exist_ok=True)
     stdout_path = os.path.join(workdir, "emulator.stdout")
     log_path = os.path.join(workdir, "emulator.log")
@@ -66,7 +66,7 @@ def _spawn(workdir, args, python, detached=False):
         os.unlink(stdout_path)
     with open(stdout_path, "w") as out, open(log_path, "a") as err:
         proc = subprocess.Popen([python, SERVER, "--workdir", workdir] + list(args), stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=detached, cwd=HERE)
+                                stdin=subprocess.DEVNULL, start_new_session=detached, cwd=HERE, env=env)
     return proc, _wait_for_line(proc, stdout_path, log_path)
 
 
@@ -151,20 +151,44 @@ class Emulator:
     def deliveries(self):
         return self._hook("GET", "deliveries")["deliveries"]
 
-    def stop(self, timeout=10):
-        """SIGTERM and wait; SIGKILL if it does not stop in time. Returns the exit code."""
+    def stop(self, timeout=10, signum=signal.SIGTERM, kill=True):
+        """Send ``signum`` (SIGTERM; SIGINT is Ctrl-C) and wait up to ``timeout`` s. Returns the exit code.
+
+        Still running then: ``kill=True`` SIGKILLs it (a fixture must not leave a process behind);
+        ``kill=False`` raises EmulatorError with every thread's stack (SIGUSR1 makes the server dump
+        them into its log) and leaves the process running for the caller to inspect or kill: use it
+        where a stop that hangs is the bug under test, which the SIGKILL would hide.
+        """
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signum)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                if kill:
+                    self.proc.kill()
+                    self.proc.wait()
+                else:
+                    raise EmulatorError("emulator (pid %d) still running %ss after %s; its stacks:\n%s" % (
+                        self.proc.pid, timeout, signal.Signals(signum).name, self.dump_stacks())) from None
         return self.proc.returncode
+
+    def dump_stacks(self, wait=1.0):
+        """Every thread's stack of the running server (SIGUSR1 -> faulthandler), from its log."""
+        log_path = os.path.join(self.workdir, "emulator.log")
+        size = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+        try:
+            self.proc.send_signal(signal.SIGUSR1)
+        except ProcessLookupError:
+            return "(process gone)"
+        time.sleep(wait)
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(size)
+            return handle.read()[-20000:]
 
 
 def start_emulator(workdir, executor="scripted", state_file=None, config=None, extra_args=(),
-                   python=sys.executable):
+                   python=sys.executable, env=None):
+    """Start server.py and wait for its JSON line; ``env``: the server's environment (default: ours)."""
     args = ["--executor", executor]
     if state_file:
         args += ["--state-file", str(state_file)]
@@ -172,11 +196,12 @@ def start_emulator(workdir, executor="scripted", state_file=None, config=None, e
         args += ["--config", str(config)]
     args += [str(a) for a in extra_args]
     workdir = os.path.abspath(str(workdir))
-    proc, info = _spawn(workdir, args, python)
+    proc, info = _spawn(workdir, args, python, env=env)
     return Emulator(proc, info, workdir)
 
 
-def _stop_pidfile(pidfile, timeout=10):
+def _stop_pidfile(pidfile, timeout=10, kill=True):
+    """SIGTERM the detached emulator; after ``timeout`` s SIGKILL it (``kill``) or fail (exit 1)."""
     try:
         with open(pidfile) as handle:
             pid = int(handle.read().strip())
@@ -189,6 +214,9 @@ def _stop_pidfile(pidfile, timeout=10):
         while time.monotonic() < deadline:
             os.kill(pid, 0)
             time.sleep(0.1)
+        if not kill:
+            print("launcher: emulator (pid %d) still running %ss after SIGTERM" % (pid, timeout), file=sys.stderr)
+            return 1
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
@@ -199,7 +227,7 @@ def _stop_pidfile(pidfile, timeout=10):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = ("usage: launcher.py --json-out FILE --pid-file FILE [server.py args]\n"
-             "       launcher.py --stop PIDFILE")
+             "       launcher.py --stop PIDFILE [--no-kill]")
 
     def take(flag):
         if flag in argv:
@@ -213,7 +241,8 @@ def main(argv=None):
 
     stop = take("--stop")
     if stop:
-        return _stop_pidfile(stop)
+        kill = "--no-kill" not in argv
+        return _stop_pidfile(stop, kill=kill)
     json_out, pid_file = take("--json-out"), take("--pid-file")
     if not json_out or not pid_file:
         raise SystemExit(usage)

@@ -12,6 +12,7 @@ thread so a slow client never stalls the accept loop.
 
 import argparse
 import collections
+import faulthandler
 import hmac
 import http
 import http.server
@@ -21,6 +22,7 @@ import os
 import random
 import re
 import secrets
+import select
 import signal
 import socket
 import socketserver
@@ -558,6 +560,42 @@ class EmulatorServer(http.server.ThreadingHTTPServer):
 
 
 # --------------------------------------------------------------------------- start-up
+class StopSignals:
+    """SIGTERM / SIGINT ask the main thread to stop; ``wait()`` blocks until one has arrived.
+
+    A Python signal handler runs in the main thread between two bytecodes, possibly while that thread
+    holds a lock (threading.Event.wait holds its condition's lock around the wait, and a handler that
+    calls Event.set waits for that same lock for ever). So the handler takes no lock: it only records
+    the signal number, and ``signal.set_wakeup_fd`` (written by the C-level handler, whichever thread
+    the kernel delivered the signal to) wakes the main thread's select at once. Further signals while
+    stopping only add to the record. SIGUSR1 dumps every thread's stack to stderr (faulthandler: no
+    Python code runs) for diagnosing a stop that does not finish.
+    """
+
+    def __init__(self, signums):
+        self.received = []
+        self._read_fd, self._write_fd = os.pipe()
+        for fd in (self._read_fd, self._write_fd):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+        for signum in signums:
+            signal.signal(signum, self._handler)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+    def _handler(self, signum, _frame):
+        self.received.append(signum)  # list.append: no lock, safe between any two bytecodes
+
+    def wait(self):
+        """Block until a stop signal has arrived; return the first one's number."""
+        while not self.received:
+            select.select([self._read_fd], [], [], 5.0)
+            try:
+                os.read(self._read_fd, 512)
+            except BlockingIOError:
+                pass
+        return self.received[0]
+
+
 def load_config(path):
     with open(path, encoding="utf-8") as handle:
         config = json.load(handle)
@@ -626,9 +664,7 @@ def main(argv=None):
     server = EmulatorServer(("127.0.0.1", args.port), context, service=service, faults=Faults(),
                             requests=RequestLog(), api_key=api_key, config=config, sender=sender,
                             executor_reset_config=reset_config)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = StopSignals((signal.SIGTERM, signal.SIGINT))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
     port = server.server_address[1]
@@ -636,9 +672,8 @@ def main(argv=None):
     sys.stdout.write(json.dumps({"url": "https://127.0.0.1:%d" % port, "api_key": api_key,
                                  "ca_path": ca_path, "client": service.client}) + "\n")
     sys.stdout.flush()
-    while not stop.wait(0.5):
-        pass
-    LOG.info("stopping")
+    signum = stop.wait()
+    LOG.info("stopping (%s)", signal.Signals(signum).name)
     server.shutdown()
     server.server_close()
     try:

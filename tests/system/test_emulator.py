@@ -5,7 +5,9 @@ import http.client
 import http.server
 import json
 import os
+import random
 import re
+import signal
 import socket
 import ssl
 import stat
@@ -85,12 +87,26 @@ def test_start_line_tls_and_loopback(emu):
     response = requests.get("https://localhost:%s/api/v1.0/get-site/1001" % port,
                             headers={"Auth": emu.api_key}, verify=emu.ca_path, timeout=5)
     assert response.status_code == 200
-    with socket.socket() as sock:  # bound to 127.0.0.1 only
-        sock.settimeout(1)
-        other = [a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
-                 if not a[4][0].startswith("127.")]
-        if other:
-            assert sock.connect_ex((other[0], int(port))) != 0
+    assert _answers("127.0.0.2", int(port)) is False  # bound to 127.0.0.1 only, not to every address
+
+
+def _answers(host, port):
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def test_loopback_only_check_can_fail():
+    """The check above needs no DNS (the host name of a container often does not resolve): a socket bound
+    to every address (0.0.0.0) answers on 127.0.0.2, all of 127.0.0.0/8 being this machine's."""
+    with socket.socket() as wildcard:
+        wildcard.bind(("0.0.0.0", 0))
+        wildcard.listen(1)
+        assert _answers("127.0.0.2", wildcard.getsockname()[1]) is True
+    with socket.socket() as loopback:
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen(1)
+        assert _answers("127.0.0.2", loopback.getsockname()[1]) is False
 
 
 def test_keep_alive_reuses_one_connection(emu):
@@ -694,6 +710,73 @@ def test_restart_ends_interrupted_operations_as_failures(tmp_path):
         assert data["status"] == "failure" and "Interrupted" in data["responses"][-1]["message"]
     finally:
         emu.stop()
+
+
+STOP_SIGNALS = pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+
+
+def _stopped_cleanly(emu, signum, timeout=1.0):
+    """Stop with ``signum`` and no SIGKILL fallback: a hang fails with the server's stacks."""
+    try:
+        assert emu.stop(timeout=timeout, signum=signum, kill=False) == 0
+    finally:
+        if emu.proc.poll() is None:
+            emu.proc.kill()
+            emu.proc.wait()
+    with open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8") as handle:
+        assert "stopping (%s)" % signum.name in handle.read()
+
+
+@STOP_SIGNALS
+def test_stop_signal_stops_within_a_second_every_time(tmp_path, signum):
+    """20 starts, each stopped by one signal (every other one by a burst of three, like Ctrl-C
+    pressed again) at a different moment of the main loop; each stop takes under a second."""
+    timing = random.Random(int(signum))
+    for run in range(20):
+        emu = start_emulator(tmp_path / ("run%d" % run))
+        time.sleep(timing.uniform(0, 0.6))
+        if run % 2:
+            emu.proc.send_signal(signum)
+            emu.proc.send_signal(signum)
+        began = time.monotonic()
+        _stopped_cleanly(emu, signum)
+        assert time.monotonic() - began < 1.0, "run %d" % run
+
+
+# Widens the window the old handler deadlocked in: every Event.wait that server.py calls itself in
+# the main thread first holds that Event's lock for 2 s (and says so in a marker file), as if the
+# signal had come at the worst moment. A handler that takes that lock (Event.set) then never returns.
+HOLD_EVENT_LOCK = """
+import os, sys, threading, time
+_wait, _marker = threading.Event.wait, os.environ["EMULATOR_TEST_HOLD_MARKER"]
+def wait(self, timeout=None):
+    caller = os.path.basename(sys._getframe(1).f_code.co_filename)
+    if threading.current_thread() is threading.main_thread() and caller == "server.py":
+        with self._cond:
+            with open(_marker, "a") as marker:
+                marker.write("held\\n")
+            time.sleep(2.0)
+    return _wait(self, timeout)
+threading.Event.wait = wait
+"""
+
+
+@STOP_SIGNALS
+def test_stop_signal_while_the_main_thread_holds_a_lock(tmp_path, signum):
+    """The signal handler takes no lock: a stop signal that lands while the main thread holds a lock
+    (here: Event.wait's, held for 2 s) still stops the emulator in time."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(HOLD_EVENT_LOCK)
+    marker = tmp_path / "held"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"), EMULATOR_TEST_HOLD_MARKER=str(marker))
+    for run in range(3):
+        if marker.exists():
+            marker.unlink()
+        emu = start_emulator(tmp_path / ("run%d" % run), env=env)
+        deadline = time.monotonic() + 1.0
+        while not marker.exists() and time.monotonic() < deadline:  # today's server never holds one
+            time.sleep(0.01)
+        _stopped_cleanly(emu, signum)
 
 
 def test_launcher_cli_detached_and_stop(tmp_path):

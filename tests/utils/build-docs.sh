@@ -9,7 +9,8 @@
 # the Markdown files under docs/ (one source), rendered with MyST under guides/, plus CHANGELOG.rst.
 #
 # Tools: .venv-release (tests/requirements-release.txt: antsibull-docs, sphinx, sphinx-ansible-theme,
-# myst-parser), created from Python 3.12 when missing or out of date. Offline: no intersphinx.
+# myst-parser), created from the machine's Python (3.12 preferred, any 3.12+) when missing or out of
+# date. Offline: no intersphinx.
 # Work directory: .build/release/docs (a fresh copy of the tree and the generated Sphinx project).
 set -euo pipefail
 
@@ -19,7 +20,7 @@ venv=$root/.venv-release
 while [[ $# -gt 0 ]]; do
     case $1 in
         --venv) venv=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "build-docs: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -27,7 +28,7 @@ started=$(date +%s%N)
 
 req=tests/requirements-release.txt
 if [[ ! -f $venv/.installed || $req -nt $venv/.installed || requirements.txt -nt $venv/.installed ]]; then
-    tests/utils/make-venv.sh "$venv" "$req" --exact 3.12
+    tests/utils/make-venv.sh "$venv" "$req"
 fi
 export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1
 

@@ -51,8 +51,8 @@ install_venv_support() {
     log "$py cannot create venvs; installing python$v-venv with apt"
     export DEBIAN_FRONTEND=noninteractive
     as_root apt-get update -qq >&2 || return 1
-    as_root apt-get install -y -qq "python$v-venv" >&2 \
-        || as_root apt-get install -y -qq python3-venv >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python$v-venv" >/dev/null \
+        || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
 }
 
 candidates=()

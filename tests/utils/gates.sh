@@ -4,9 +4,12 @@
 #
 #   tests/utils/gates.sh [--venv DIR] [--keep] [GATE ...]
 #
-#   --venv DIR  virtualenv with the release tools (default .venv-release; created from Python 3.12 with
-#               tests/requirements-release.txt when missing or older than that file)
+#   --venv DIR  virtualenv with the release tools (default .venv-release; created with
+#               tests/requirements-release.txt when missing or older than that file, from the machine's
+#               Python: 3.12 preferred, any 3.12+; a tool that does not install on it skips its gates)
 #   --keep      keep the work directory (.build/release/work) for inspection
+#   --skipped-file FILE
+#               write the skipped gates and why to FILE (removed when none was skipped)
 #   --changelog-release DATE
 #               no gates: run `antsibull-changelog release --date DATE` (YYYY-MM-DD) on the copy of the
 #               tree (it has to see the plugins) and copy CHANGELOG.rst and changelogs/changelog.yaml back
@@ -25,8 +28,8 @@
 #
 # Everything runs on a fresh copy of the tree (tests/utils/sync_tree.py, tracked + untracked files that
 # git does not ignore) under .build/release/, so .ansible/ and other tool output never land in the
-# repository. Logs: .build/release/logs/<gate>.log. Output: one line per gate with PASS/FAIL and the
-# time, then "N passed, N failed"; exit status 1 when a gate failed.
+# repository. Logs: .build/release/logs/<gate>.log. Output: one line per gate with PASS/FAIL/SKIP and
+# the time, then "N passed, N failed, N skipped"; exit status 1 when a gate failed.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +37,7 @@ cd "$root"
 
 venv=$root/.venv-release
 keep=0
+skipped_file=""
 release_date=""
 gates=()
 while [[ $# -gt 0 ]]; do
@@ -41,8 +45,9 @@ while [[ $# -gt 0 ]]; do
         --venv) venv=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --venv=*) v=${1#--venv=}; venv=$(cd "$(dirname "$v")" && pwd)/$(basename "$v"); shift ;;
         --keep) keep=1; shift ;;
+        --skipped-file) skipped_file=${2:?--skipped-file needs a path}; shift 2 ;;
         --changelog-release) release_date=${2:?--changelog-release needs a date YYYY-MM-DD}; shift 2 ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
         lint|importer|docs|changelog|ee) gates+=("$1"); shift ;;
         *) echo "gates: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -54,14 +59,34 @@ elapsed() { local ds=$(( ($(now) - $1) / 100000000 )); printf '%d.%d' $((ds / 10
 started=$(now)
 
 # ------------------------------------------------------------------ tools
+# The release tools run on the machine's Python (3.12 preferred, any 3.12+: find-python.sh). A tool
+# that cannot be installed on that Python (make-venv.sh --per-package records it in $venv/.unavailable)
+# skips the gates that need it, with the reason; every other install problem fails.
 req=tests/requirements-release.txt
 if [[ ! -f $venv/.installed || $req -nt $venv/.installed || requirements.txt -nt $venv/.installed ]]; then
     echo "gates: installing the release tools into $venv"
-    tests/utils/make-venv.sh "$venv" "$req" --exact 3.12 || { echo "gates: FAIL: could not install $req into $venv" >&2; exit 1; }
+    tests/utils/make-venv.sh "$venv" "$req" --per-package >&2 || { echo "gates: FAIL: could not install $req into $venv" >&2; exit 1; }
 fi
-for tool in ansible-lint ansible-galaxy antsibull-docs antsibull-changelog ansible-builder; do
-    [[ -x $venv/bin/$tool ]] || { echo "gates: $venv has no $tool (pip install -r $req)" >&2; exit 1; }
-done
+declare -A needs=([lint]="ansible-lint" [importer]="galaxy-importer ansible-core" [docs]="antsibull-docs"
+                  [changelog]="antsibull-changelog" [ee]="ansible-builder ansible-core")
+declare -A tool_of=([ansible-lint]=ansible-lint [galaxy-importer]=galaxy-importer [ansible-core]=ansible-galaxy
+                    [antsibull-docs]=antsibull-docs [antsibull-changelog]=antsibull-changelog [ansible-builder]=ansible-builder)
+# why a gate cannot run here (nothing when it can); a tool missing for no recorded reason is an error
+unavailable() {
+    local pkg line
+    for pkg in ${needs[$1]}; do
+        line=$(grep -i "^$pkg: " "$venv/.unavailable" 2>/dev/null | head -n1)
+        if [[ -n $line ]]; then echo "$line"; return; fi
+        if [[ $pkg == galaxy-importer ]]; then
+            "$venv/bin/python" -c 'import galaxy_importer' 2>/dev/null && continue
+        elif [[ -x $venv/bin/${tool_of[$pkg]} ]]; then
+            continue
+        fi
+        echo "gates: $venv has no $pkg (pip install -r $req)" >&2
+        exit 1
+    done
+}
+for gate in "${gates[@]}"; do unavailable "$gate" >/dev/null; done   # fail early on a broken venv
 export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 
 # ------------------------------------------------------------------ a fresh copy of the tree
@@ -76,7 +101,7 @@ mkdir -p "$work" "$logs"
     || python3 tests/utils/sync_tree.py "$tree" >/dev/null 2>>"$logs/sync.log" \
     || { cat "$logs/sync.log"; echo "gates: could not copy the tree" >&2; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_HOME=$work/ansible-home ANSIBLE_LOCAL_TEMP=$work/ansible-tmp
-version=$("$venv/bin/python" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["version"])' "$tree/galaxy.yml")
+version=$("$root/.venv/bin/python" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["version"])' "$tree/galaxy.yml")
 tarball=$work/dist/wpcloud-hosting-$version.tar.gz
 
 if [[ -n $release_date ]]; then
@@ -187,9 +212,15 @@ EOF
 }
 
 # ------------------------------------------------------------------ run
-passed=0 failed=0
+passed=0 failed=0 skipped=0 skip_notes=()
 for gate in "${gates[@]}"; do
     t=$(now)
+    why=$(unavailable "$gate")
+    if [[ -n $why ]]; then
+        skipped=$((skipped + 1)); skip_notes+=("$gate ($why)")
+        printf 'gate %-10s SKIP  %s\n' "$gate" "$why"
+        continue
+    fi
     if "gate_$gate"; then
         result=PASS; passed=$((passed + 1))
     else
@@ -202,5 +233,12 @@ for gate in "${gates[@]}"; do
     fi
 done
 [[ $keep -eq 1 ]] || rm -rf "$work/ee" "$work/importer" "$work/changelog-copy" "$work/ansible-tmp"
-echo "$passed passed, $failed failed ($(elapsed "$started") s in all)"
+if [[ -n $skipped_file ]]; then
+    rm -f "$skipped_file"
+    if [[ $skipped -gt 0 ]]; then
+        mkdir -p "$(dirname "$skipped_file")"
+        (IFS=';'; echo "${skip_notes[*]}" | sed 's/;/; /g') >"$skipped_file"
+    fi
+fi
+echo "$passed passed, $failed failed, $skipped skipped ($(elapsed "$started") s in all)"
 [[ $failed -eq 0 ]]

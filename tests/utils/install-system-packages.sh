@@ -46,7 +46,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 log "apt-get update"
-as_root apt-get update -qq
+as_root apt-get update -qq >&2
 
 if [[ $need_java == true ]]; then
     # the distro's JRE >= 17: 17 on Debian 12 / Ubuntu 24.04, 21 on Debian 13
@@ -61,5 +61,6 @@ if [[ $need_java == true ]]; then
 fi
 
 log "apt-get install ${missing[*]}"
-as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# (sudo drops DEBIAN_FRONTEND from the environment: pass it through env)
+as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 log "done"

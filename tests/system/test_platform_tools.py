@@ -1,0 +1,93 @@
+"""The build tooling keeps the README's promise on the machines it names (tests/utils).
+
+A release tool that cannot be installed on the machine's Python skips the gates that need it, with the
+reason, instead of failing the whole `make test` (issue 13, item 7: plain Debian 13 has only 3.13).
+"""
+
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+
+from playbooks import ROOT
+
+UTILS = ROOT / "tests" / "utils"
+
+
+def fake_wheel(directory, name, requires_python):
+    """A minimal pure-Python wheel, so pip runs offline."""
+    dist = "%s-1.0.dist-info" % name.replace("-", "_")
+    files = {
+        "%s/__init__.py" % name.replace("-", "_"): "",
+        "%s/METADATA" % dist: "Metadata-Version: 2.1\nName: %s\nVersion: 1.0\nRequires-Python: %s\n"
+                              % (name, requires_python),
+        "%s/WHEEL" % dist: "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
+    files["%s/RECORD" % dist] = "\n".join(record + ["%s/RECORD,," % dist]) + "\n"
+    with zipfile.ZipFile(directory / ("%s-1.0-py3-none-any.whl" % name.replace("-", "_")), "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+
+
+def test_make_venv_per_package_records_what_this_python_cannot_install(tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    fake_wheel(wheels, "wpc-fake-ok", ">=3")
+    fake_wheel(wheels, "wpc-fake-newpy", ">=3.99")
+    req = tmp_path / "requirements.txt"
+    req.write_text("--find-links %s\nwpc-fake-ok\nwpc-fake-newpy  # a tool that needs a newer Python\n" % wheels)
+    venv = tmp_path / "venv"
+    env = dict(os.environ, PYTHON=sys._base_executable, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+
+    whole = subprocess.run([str(UTILS / "make-venv.sh"), str(venv), str(req)], capture_output=True, text=True,
+                           env=env, timeout=300, check=False)
+    assert whole.returncode != 0 and not (venv / ".installed").exists()  # the project venv: all or nothing
+
+    each = subprocess.run([str(UTILS / "make-venv.sh"), str(venv), str(req), "--per-package"],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert each.returncode == 0, each.stderr
+    assert each.stdout == ""  # its messages go to stderr
+    unavailable = (venv / ".unavailable").read_text().splitlines()
+    version = "%d.%d" % sys.version_info[:2]
+    assert len(unavailable) == 1 and unavailable[0].startswith(
+        "wpc-fake-newpy: does not install on Python %s (" % version), unavailable
+    assert "wpc-fake-newpy cannot be installed on Python %s" % version in each.stderr
+    assert "wpc-fake-ok==1.0" in (venv / ".installed").read_text()
+
+
+def gates(*args):
+    return subprocess.run([str(UTILS / "gates.sh")] + list(args), capture_output=True, text=True, timeout=300,
+                          check=False, cwd=str(ROOT))
+
+
+def release_venv(tmp_path, unavailable):
+    venv = tmp_path / "release-venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".unavailable").write_text(unavailable)
+    (venv / ".installed").write_text("")  # newer than the requirements: nothing to install
+    return venv
+
+
+def test_gates_skip_a_gate_whose_tool_cannot_run_here_and_say_why(tmp_path):
+    venv = release_venv(tmp_path, "ansible-lint: does not install on Python 3.99 (needs < 3.99)\n"
+                                  "antsibull-docs: does not install on Python 3.99 (Failed to build)\n")
+    skipped = tmp_path / "skipped"
+    result = gates("--venv", str(venv), "--skipped-file", str(skipped), "lint", "docs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gate lint       SKIP  ansible-lint: does not install on Python 3.99 (needs < 3.99)" in result.stdout
+    assert "0 passed, 0 failed, 2 skipped" in result.stdout
+    assert skipped.read_text() == ("lint (ansible-lint: does not install on Python 3.99 (needs < 3.99)); "
+                                   "docs (antsibull-docs: does not install on Python 3.99 (Failed to build))\n")
+
+
+def test_gates_fail_when_a_tool_is_missing_for_no_recorded_reason(tmp_path):
+    venv = release_venv(tmp_path, "")
+    result = gates("--venv", str(venv), "changelog")
+    assert result.returncode == 1
+    assert "has no antsibull-changelog" in result.stderr
