@@ -1,7 +1,8 @@
 # wpcloud.hosting: build, test and demo entry points.
 #
 #   make demo     a full site migration against the bundled emulator and a local SSH source host
-#   make test     everything CI runs: units, integration, system tests, sanity (ansible-core 2.21 + 2.16)
+#   make test     everything CI runs: units, integration, system tests, the test doubles' own tests,
+#                 reliability, sanity (ansible-core 2.21 + 2.16), release gates
 #
 # Both install what they need (`make setup`: apt packages, .venv, .venv-2.16, the collection tree).
 # `make help` lists the other targets.
@@ -24,18 +25,19 @@ pyver = $(shell test -x $(1)/bin/python && $(1)/bin/python -c 'import sys; print
 # `python3.X` resolves to the venv interpreter (never a pyenv shim).
 ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
 
-SUITES := units integration system reliability sanity-2.21 sanity-2.16 gates
+SUITES := units integration system support reliability sanity-2.21 sanity-2.16 gates
 
-.PHONY: help setup system-packages get-pip tree test units integration system \
+.PHONY: help setup system-packages get-pip tree test units integration system support \
         reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
-	@echo "make test         units + integration + system + sanity (2.21 and 2.16); what CI runs"
+	@echo "make test         every suite below but lint and docs, with a summary; what CI runs"
 	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
 	@echo "make units        ansible-test units --local"
 	@echo "make integration  ansible-test integration --local against a fresh emulator"
-	@echo "make system       pytest tests/system"
+	@echo "make system       pytest tests/system: the collection end to end (playbooks, role, runner, webhooks)"
+	@echo "make support      pytest tests/support/tests: the test doubles' own tests (emulator, source host, tools)"
 	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks (summary table)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
@@ -122,6 +124,12 @@ system: setup
 	fi; \
 	exit $${rc:-0}
 
+# The test doubles (tests/support: emulator, SSH source host) and the build tools (tests/utils)
+# against their own contracts; not tests of the collection (docs/design.md, "Where tests live").
+support: setup
+	@rm -f $(BUILD)/skipped/$@
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/support/tests -q
+
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
 # prints the summary table (docs/reliability.md).
 reliability: setup
@@ -161,10 +169,10 @@ docs: setup
 
 # The emulator in the foreground until Ctrl-C: stdout is one JSON line (url, api_key, ca_path, client),
 # the log goes to stderr. EMULATOR_ARGS go to server.py, e.g. EMULATOR_ARGS="--port 8443 --api-key KEY"
-# (docs/getting-started.md; `python tests/emulator/server.py --help` lists them all).
+# (docs/getting-started.md; `python tests/support/emulator/server.py --help` lists them all).
 EMULATOR_ARGS ?=
 emulator: setup
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" exec $(VENV)/bin/python tests/emulator/server.py $(EMULATOR_ARGS)
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" exec $(VENV)/bin/python tests/support/emulator/server.py $(EMULATOR_ARGS)
 
 # The main job: a full site migration (three sites, three kinds of SSH authentication) against the
 # emulator and a real SSH source host on this machine, run twice (the second run is a refresh).

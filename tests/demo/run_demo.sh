@@ -30,8 +30,8 @@ source_started=0
 cleanup() {
     local rc=$?
     set +e
-    [[ -f $emulator_pid ]] && "$py" tests/emulator/launcher.py --stop "$emulator_pid" >/dev/null 2>&1
-    [[ $source_started -eq 1 ]] && "$py" tests/source_host/source_host.py stop --workdir "$tmp/source" --purge >/dev/null 2>&1
+    [[ -f $emulator_pid ]] && "$py" tests/support/emulator/launcher.py --stop "$emulator_pid" >/dev/null 2>&1
+    [[ $source_started -eq 1 ]] && "$py" tests/support/source_host/source_host.py stop --workdir "$tmp/source" --purge >/dev/null 2>&1
     rm -rf "$tmp"
     echo "demo: stopped everything it started; took $(since "$started") s"
     exit $rc
@@ -44,10 +44,10 @@ json() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); [d := d[k] f
 
 # ------------------------------------------------------------------ 1. emulator and source host
 executor=scripted
-if [[ -f tests/emulator/executors/ssh.py ]] && "$py" -c 'import paramiko' 2>/dev/null; then executor=ssh; fi
+if [[ -f tests/support/emulator/executors/ssh.py ]] && "$py" -c 'import paramiko' 2>/dev/null; then executor=ssh; fi
 
 say "starting the SSH source host"
-if "$py" tests/source_host/source_host.py start --workdir "$tmp/source" --json-out "$tmp/source.json"; then
+if "$py" tests/support/source_host/source_host.py start --workdir "$tmp/source" --json-out "$tmp/source.json"; then
     source_started=1
 else
     echo "demo: the source host did not start (needs root and sshd, mariadb, php, rsync); using the scripted executor" >&2
@@ -55,7 +55,7 @@ else
 fi
 
 say "starting the service emulator (executor: $executor)"
-"$py" tests/emulator/launcher.py --json-out "$tmp/emulator.json" --pid-file "$emulator_pid" \
+"$py" tests/support/emulator/launcher.py --json-out "$tmp/emulator.json" --pid-file "$emulator_pid" \
     --workdir "$tmp/emulator" --executor "$executor" --accept-delay 0.5 >/dev/null
 url=$(json "$tmp/emulator.json" url)
 echo "emulator at $url"

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import reliability_support as rs
-from launcher import start_emulator  # tests/emulator is on sys.path via reliability_support
+from launcher import start_emulator  # tests/support/emulator is on sys.path via reliability_support
 
 ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
 

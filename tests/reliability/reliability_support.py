@@ -18,7 +18,7 @@ from urllib.parse import quote, quote_plus
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-EMULATOR_DIR = ROOT / "tests" / "emulator"
+EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
 CALLBACK_DIR = HERE / "callback_plugins"
 ACTION_DIR = HERE / "action_plugins"

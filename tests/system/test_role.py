@@ -1,9 +1,10 @@
 """The wpcloud.hosting.site_migration role and the migrate_site / configure_webhooks playbooks, for real.
 
-Real ansible-playbook processes against the emulator (tests/emulator). Authentication tests use the
-real SSH source host (tests/source_host) and the emulator's SSH executor, which copies the site for
-real; failure causes, resumes and fleets use the scripted executor's outcomes. Assertions read the
-emulator's request log (GET /_emulator/requests) and the role's JSON report.
+Real ansible-playbook processes against the emulator (tests/support/emulator). Authentication tests use
+the real SSH source host (tests/support/source_host) and the emulator's SSH executor, which copies the
+site for real; failure causes, resumes and fleets use the scripted executor's outcomes. Assertions read
+the emulator's request log (GET /_emulator/requests) and the role's JSON report. The role on its own
+(one site, its report, a re-run, check mode) is also the integration target site_migration.
 """
 
 import itertools
@@ -18,15 +19,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE_HOST_DIR = ROOT / "tests" / "source_host"
-EMULATOR_DIR = ROOT / "tests" / "emulator"
-for _path in (SOURCE_HOST_DIR, EMULATOR_DIR):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+from conftest import EMULATOR_DIR
+from launcher import start_emulator
+from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
-from launcher import start_emulator  # noqa: E402
-from source_host_fixtures import source_host  # noqa: E402,F401 pylint: disable=unused-import
+ROOT = Path(__file__).resolve().parents[2]
 
 BIN = Path(sys.executable).parent
 VAULT_PASSWORD = "demo-vault-password-for-tests-only"

@@ -34,6 +34,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 import pytest
 import yaml
 
+from launcher import start_emulator
+
 ansible_runner = pytest.importorskip("ansible_runner")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,11 +83,6 @@ def vault(args, env, stdin=None):
 
 @pytest.fixture
 def scripted_emulator(tmp_path):
-    sys.path.insert(0, str(ROOT / "tests" / "emulator"))
-    try:
-        from launcher import start_emulator  # pylint: disable=import-outside-toplevel
-    finally:
-        sys.path.pop(0)
     emu = start_emulator(tmp_path / "emulator", executor="scripted", extra_args=["--accept-delay", "0.3"])
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
                                   "run": {"outcome": "success", "duration": 0.5}}})

@@ -4,12 +4,12 @@
 #                                       ({"url", "api_key", "ca_path", "client"}), DIR/emulator.pid its PID
 #   tests/utils/emulator.sh stop DIR    stop it (safe to call when not running)
 #   tests/utils/emulator.sh integration-config DIR OUT   write ansible-test's integration_config.yml
-# Exit 3 from start: tests/emulator/launcher.py does not exist (yet).
+# Exit 3 from start: tests/support/emulator/launcher.py does not exist (yet).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 py="$root/.venv/bin/python"
-launcher="$root/tests/emulator/launcher.py"
+launcher="$root/tests/support/emulator/launcher.py"
 cmd=${1:?start|stop|integration-config}
 dir=${2:?state directory}
 

@@ -14,8 +14,8 @@ skip() { echo "$1" > "$reason_file"; exit 3; }
 if [[ -z "$(find "$tree/tests/integration/targets" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -n1)" ]]; then
     skip "no targets under tests/integration/targets yet"
 fi
-if [[ ! -f tests/emulator/launcher.py ]]; then
-    skip "tests/emulator/launcher.py does not exist yet"
+if [[ ! -f tests/support/emulator/launcher.py ]]; then
+    skip "tests/support/emulator/launcher.py does not exist yet"
 fi
 
 trap 'tests/utils/emulator.sh stop "$state"' EXIT

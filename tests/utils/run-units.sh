@@ -6,7 +6,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tree=$(cd "$1" && pwd) pyver=$2
-server="$tree/tests/emulator/server.py"
+server="$tree/tests/support/emulator/server.py"
 
 # orphaned (parent 1) emulators started from this tree's copy of the server, not in the list $1
 orphans() {

@@ -5,7 +5,7 @@ physical limit, for fleets of N destination sites (docs/performance.md).
     .venv/bin/python tests/benchmarks/fleet/run.py [--sizes 1,10,50,100,200] [--forks 5]
         [--preflight 2 --run 10] [--baseline-max 100] [--docs] [--profile 100]
 
-Per N, each against a fresh emulator (tests/emulator, scripted executor, every site the same
+Per N, each against a fresh emulator (tests/support/emulator, scripted executor, every site the same
 preflight/run durations, loopback only):
   (a) collection: playbooks/migrate_site.yml (role site_migration, generated identity, key install off),
       then an idempotent re-run of the completed fleet with site_migration_refresh=false;
@@ -32,8 +32,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
-import launcher  # noqa: E402  (tests/emulator/launcher.py)
+sys.path.insert(0, os.path.join(ROOT, "tests", "support", "emulator"))
+import launcher  # noqa: E402  (tests/support/emulator/launcher.py)
 
 launcher.SERVER = os.path.join(HERE, "traced_emulator.py")  # server.py + ticket completion times
 

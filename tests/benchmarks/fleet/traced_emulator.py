@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The emulator (tests/emulator/server.py, unchanged) plus a record of when each ticket completes.
+"""The emulator (tests/support/emulator/server.py, unchanged) plus a record of when each ticket completes.
 
 Benchmark-only. The emulator keeps a ticket's creation time (in its ID) but not the moment its work
 ended, which is what the "completion -> return" delay of the fleet benchmark is measured from. This
@@ -8,7 +8,7 @@ ticket's final status under the service lock) and appends one JSON line per fini
 ``WORKDIR/ticket-completions.jsonl``: ``{"ticket_id", "operation", "status", "completed"}`` with
 ``completed`` in Unix seconds (time.time(), taken right after the status was set; the only work in
 between is the no-op webhook emit). Same arguments as server.py; started by run.py through
-tests/emulator/launcher.py with its SERVER path pointed here.
+tests/support/emulator/launcher.py with its SERVER path pointed here.
 """
 
 import json
@@ -18,10 +18,10 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EMULATOR = os.path.normpath(os.path.join(HERE, "..", "..", "emulator"))
+EMULATOR = os.path.normpath(os.path.join(HERE, "..", "..", "support", "emulator"))
 sys.path.insert(0, EMULATOR)
 
-import service  # noqa: E402  (tests/emulator/service.py)
+import service  # noqa: E402  (tests/support/emulator/service.py)
 
 _lock = threading.Lock()
 _path = None
@@ -53,5 +53,5 @@ service.Service._work = _traced_work
 
 if __name__ == "__main__":
     _path = os.path.join(os.path.abspath(_workdir(sys.argv[1:])), "ticket-completions.jsonl")
-    import server  # noqa: E402  (tests/emulator/server.py; its own "import service" gets the patched module)
+    import server  # noqa: E402  (tests/support/emulator/server.py; its own "import service" gets the patched module)
     sys.exit(server.main(sys.argv[1:]))

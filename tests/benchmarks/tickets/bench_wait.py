@@ -20,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support", "emulator"))
 
 import launcher  # noqa: E402
 

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "emulator"))
+sys.path.insert(0, str(REPO / "tests" / "support" / "emulator"))
 from certs import make_tls_files  # noqa: E402
 from webhooks import build_body  # noqa: E402
 

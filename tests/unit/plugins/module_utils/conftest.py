@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-EMULATOR_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "emulator"))
+EMULATOR_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "support", "emulator"))
 
 
 _EMULATOR = {}

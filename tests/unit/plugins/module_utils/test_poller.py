@@ -16,7 +16,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
     parse_status,
 )
 
-EXECUTORS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "emulator"))
+EXECUTORS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "support", "emulator"))
 
 
 @pytest.fixture(scope="module")

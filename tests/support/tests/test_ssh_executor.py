@@ -1,4 +1,4 @@
-"""The emulator's SSH executor (tests/emulator/executors/ssh.py) against the real source host.
+"""The emulator's SSH executor (tests/support/emulator/executors/ssh.py) against the real source host.
 
 Drives SSHExecutor directly with a small ticket object and migration records shaped like the
 emulator's, plus one end-to-end pass through the emulator started with ``--executor ssh``.
@@ -10,7 +10,6 @@ import hashlib
 import os
 import re
 import stat
-import sys
 import tempfile
 import threading
 import time
@@ -18,16 +17,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-for sub in ("tests/emulator", "tests/source_host"):
-    if str(ROOT / sub) not in sys.path:
-        sys.path.insert(0, str(ROOT / sub))
-
-from executors import messages as M  # noqa: E402
-from executors.scripted import ScriptedExecutor  # noqa: E402
-from executors.ssh import SSHExecutor, rewrite_domain  # noqa: E402
-from source_host import make_keypair  # noqa: E402
-from source_host_fixtures import source_host  # noqa: E402,F401 pylint: disable=unused-import
+from executors import messages as M
+from executors.scripted import ScriptedExecutor
+from executors.ssh import SSHExecutor, rewrite_domain
+from source_host import make_keypair
+from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
 DEST_DOMAIN = "dest.example"
 

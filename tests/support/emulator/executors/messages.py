@@ -4,7 +4,7 @@ Clients tell the preflight failure causes apart from these lines (spec 4.5 step 
 part of the emulator contract (docs/design.md): ``Permission denied (publickey,password).``,
 ``Could not locate a WordPress installation (wp-config.php) in: ...``, ``wp: command not found``,
 ``rsync: command not found``. They mimic what OpenSSH, bash, WP-CLI and rsync print. The scripted
-executor currently spells the same texts inline; tests/system/test_ssh_executor.py checks that both
+executor currently spells the same texts inline; tests/support/tests/test_ssh_executor.py checks that both
 agree. Never put a secret (password, key, passphrase) into any of these.
 """
 

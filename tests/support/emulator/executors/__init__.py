@@ -17,10 +17,10 @@ def load_executor(name, options):
             # The module exists but one of its own imports (e.g. paramiko) is missing.
             raise RuntimeError("executor %r needs the Python package %r, which is not installed"
                                % (name, exc.name)) from exc
-        raise RuntimeError("executor %r is not available: tests/emulator/executors/%s.py is missing"
+        raise RuntimeError("executor %r is not available: tests/support/emulator/executors/%s.py is missing"
                            % (name, name)) from exc
     try:
         cls = getattr(module, class_name)
     except AttributeError as exc:
-        raise RuntimeError("tests/emulator/executors/%s.py does not define %s" % (name, class_name)) from exc
+        raise RuntimeError("tests/support/emulator/executors/%s.py does not define %s" % (name, class_name)) from exc
     return cls(options)

@@ -14,8 +14,8 @@ Function API::
 
 CLI::
 
-    python tests/source_host/source_host.py start --workdir DIR --json-out FILE [--port N] [--user U]
-    python tests/source_host/source_host.py stop --workdir DIR [--purge]
+    python tests/support/source_host/source_host.py start --workdir DIR --json-out FILE [--port N] [--user U]
+    python tests/support/source_host/source_host.py stop --workdir DIR [--purge]
 
 The work directory and each of its parents must be traversable by other users (the source user and
 ``mysql`` live below it); a directory from ``tempfile.mkdtemp()`` under /tmp is fine once chmod 0755,

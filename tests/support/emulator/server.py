@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """HTTPS emulator of the hosting platform API (contract: docs/design.md, "Emulator contract").
 
-    python tests/emulator/server.py [--port 0] [--workdir DIR] [--state-file FILE] [--config FILE]
+    python tests/support/emulator/server.py [--port 0] [--workdir DIR] [--state-file FILE] [--config FILE]
                                     [--executor scripted|ssh] [--api-key K] [--accept-delay S]
 
 Binds 127.0.0.1 only, prints one JSON line on stdout once it accepts connections, logs to stderr

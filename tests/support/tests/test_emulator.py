@@ -822,7 +822,7 @@ def test_missing_ssh_executor_fails_clearly(tmp_path):
 
 
 def test_webhook_events_reach_a_receiver(tmp_path):
-    """Runs once tests/emulator/webhooks.py delivers; skipped while it is the placeholder."""
+    """Runs once tests/support/emulator/webhooks.py delivers; skipped while it is the placeholder."""
     from certs import make_tls_files
     ca, cert, key = make_tls_files(str(tmp_path))
     received = []
@@ -856,7 +856,7 @@ def test_webhook_events_reach_a_receiver(tmp_path):
         while len(received) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         if not received and not emu.deliveries():
-            pytest.skip("tests/emulator/webhooks.py does not deliver yet (placeholder)")
+            pytest.skip("tests/support/emulator/webhooks.py does not deliver yet (placeholder)")
         events = {event["event"]: event for event in received}
         assert events["site_provisioned"]["atomic_site_id"] == 8001 and events["site_provisioned"]["data"] == []
         assert events["response_ticket_updated"]["data"] == {"response-ticket-id": tid, "status": "success",

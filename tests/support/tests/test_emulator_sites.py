@@ -17,10 +17,15 @@ import requests
 
 import server
 from launcher import start_emulator
-from test_webhook_support import ref_digest, tls_files
+from certs import make_tls_files
 
 ADMIN_PASS = "Adm1n-pass-canary-7f3e9d"
 FIELDS = {"admin_user": "site-admin", "admin_email": "admin@example.org"}
+
+
+def ref_digest(key, event, ts, salt):
+    """The spec's signature, computed here with hmac (never with the code under test)."""
+    return hmac.new(key.encode(), ("%s:%s:%s" % (event, ts, salt)).encode(), hashlib.sha256).hexdigest()
 
 
 def call(emu, method, path, data=None, session=None):
@@ -405,7 +410,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 
 def test_site_provisioned_webhook_is_sent_once_when_ready_and_signed(tmp_path):
-    ca, cert, key = tls_files(tmp_path / "tls")
+    ca, cert, key = make_tls_files(str(tmp_path))
     received = []
     handler = type("Receiver", (_Receiver,), {"received": received})
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -512,7 +517,7 @@ def test_request_log_names_write_flags_and_params_without_values(emu):
 # --------------------------------------------------------------------------- persistence
 def test_state_file_keeps_sites_and_jobs_across_a_restart(tmp_path):
     state = tmp_path / "state.json"
-    config = json.load(open(os.path.join(os.path.dirname(__file__), "..", "emulator", "seed.json")))
+    config = json.load(open(os.path.join(server.HERE, "seed.json")))
     config["provisioning"] = {"default": {"create": {"queued": 0.0, "duration": 1.5}}}
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(config))

@@ -9,8 +9,8 @@ In Python::
 
 From a Makefile (detached; the JSON line goes to FILE)::
 
-    python tests/emulator/launcher.py --json-out FILE --pid-file PIDFILE [server.py args]
-    python tests/emulator/launcher.py --stop PIDFILE [--no-kill]   (SIGTERM; SIGKILL after 10 s unless --no-kill)
+    python tests/support/emulator/launcher.py --json-out FILE --pid-file PIDFILE [server.py args]
+    python tests/support/emulator/launcher.py --stop PIDFILE [--no-kill]   (SIGTERM; SIGKILL after 10 s unless --no-kill)
 """
 
 import json

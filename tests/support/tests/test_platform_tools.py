@@ -10,9 +10,9 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
-from playbooks import ROOT
-
+ROOT = Path(__file__).resolve().parents[3]
 UTILS = ROOT / "tests" / "utils"
 
 

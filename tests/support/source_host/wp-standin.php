@@ -1,5 +1,5 @@
 <?php
-// Stand-in for WP-CLI on the test source host (tests/source_host/source_host.py installs it as
+// Stand-in for WP-CLI on the test source host (tests/support/source_host/source_host.py installs it as
 // ~/bin/wp with the PHP binary on the first line). The real WP-CLI is not installable from the
 // package registries the project uses, so this implements the handful of commands the SSH
 // executor and the tests call, with WP-CLI's output shapes:

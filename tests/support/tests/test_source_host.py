@@ -1,4 +1,4 @@
-"""The SSH migration source used by the system tests and the demo (tests/source_host/source_host.py).
+"""The SSH migration source used by the system tests and the demo (tests/support/source_host/source_host.py).
 
 Real processes only: a private sshd and MariaDB on 127.0.0.1 and a dedicated unix user.
 """
@@ -16,13 +16,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE_HOST_DIR = ROOT / "tests" / "source_host"
-if str(SOURCE_HOST_DIR) not in sys.path:
-    sys.path.insert(0, str(SOURCE_HOST_DIR))
-
-from source_host import make_keypair  # noqa: E402
-from source_host_fixtures import source_host  # noqa: E402,F401 pylint: disable=unused-import
+from conftest import SOURCE_HOST_DIR
+from source_host import make_keypair
+from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
 
 def _paramiko(host, **auth):
