@@ -110,9 +110,11 @@ units: setup
 		tests/utils/run-units.sh $(TREE) $(call pyver,$(VENV)); \
 	fi
 
+# TARGETS="migration_info site_migration" runs only those (default: every target).
+TARGETS ?=
 integration: setup
 	@rm -f $(BUILD)/skipped/$@
-	@tests/utils/run-integration.sh $(TREE) $(call pyver,$(VENV)) || rc=$$?; \
+	@tests/utils/run-integration.sh $(TREE) $(call pyver,$(VENV)) $(TARGETS) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
 	exit $${rc:-0}
 

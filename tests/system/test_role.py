@@ -4,7 +4,7 @@ Real ansible-playbook processes against the emulator (tests/support/emulator). A
 the real SSH source host (tests/support/source_host) and the emulator's SSH executor, which copies the
 site for real; failure causes, resumes and fleets use the scripted executor's outcomes. Assertions read
 the emulator's request log (GET /_emulator/requests) and the role's JSON report. The role on its own
-(one site, its report, a re-run, check mode) is also the integration target site_migration.
+(one site, its report, a re-run, check mode) is also the integration target role_site_migration.
 """
 
 import itertools

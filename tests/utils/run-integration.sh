@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# run-integration.sh TREE PYVER: ansible-test integration --local against a fresh emulator.
+# run-integration.sh TREE PYVER [TARGET...]: ansible-test integration --local against a fresh emulator,
+# every target or the ones named (tests/integration/README.md).
 # Exit 3 (with the reason in .build/integration-skip-reason) when there is nothing to run yet.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tree=$1 pyver=$2
+shift 2
 state="$root/.build/emulator-integration"
 reason_file="$root/.build/integration-skip-reason"
 cd "$root"
@@ -25,5 +27,5 @@ echo "integration: emulator at $("$root/.venv/bin/python" -c 'import json,sys; p
 
 cd "$tree"
 export PATH="$root/.venv/bin:$PATH"
-echo "ansible-test integration --local --python $pyver -v"
-ansible-test integration --local --python "$pyver" -v
+echo "ansible-test integration --local --python $pyver -v $*"
+ansible-test integration --local --python "$pyver" -v "$@"
