@@ -590,7 +590,7 @@ def test_answers_parse_with_the_public_sdk_models(emu):
 
 # --------------------------------------------------------------------------- the contract table stays true
 def test_design_contract_table_lists_every_endpoint():
-    design = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "design.md"), encoding="utf-8").read()
+    design = open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "design.md"), encoding="utf-8").read()
     section = design.split("## Emulator contract", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z_]+\.[a-z_]+)` \|", section, re.M))
     assert documented == server.ENDPOINTS
