@@ -164,7 +164,7 @@ def parse_keys(value, split_commas=False):
     """
     if value is None:
         return []
-    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, (list, tuple, Iterable)):
         value = [value]
     keys = []
     for item in value:
@@ -185,10 +185,6 @@ def read_key_file(path):
     with open(path, encoding="utf-8") as handle:
         lines = [line for line in handle if not line.lstrip().startswith("#")]
     return parse_keys(lines)
-
-
-def _key_bytes(keys):
-    return [key.encode("utf-8", "surrogateescape") for key in parse_keys(keys)]
 
 
 def compute_signature(hmac_key, event, timestamp, salt):
@@ -227,6 +223,19 @@ def find_signature(payload):
     return None, None
 
 
+def exact_payload(raw, parsed):
+    """What to pass to :func:`verify_signature` for a body already parsed with ``json.loads``: the
+    parsed body when it holds exactly the texts that were signed (an ASCII body whose event and
+    signature members are strings, which both parsers read alike), else the raw body, which
+    :func:`verify_signature` parses again keeping numbers as their exact text."""
+    if isinstance(parsed, dict) and isinstance(raw, (bytes, bytearray)) and raw.isascii():
+        sig, _location = find_signature(parsed)
+        if (sig is not None and isinstance(parsed.get("event"), str)
+                and all(isinstance(sig.get(name), str) for name in ("timestamp", "salt", "signature"))):
+            return parsed
+    return raw
+
+
 def verify_signature(payload, hmac_keys):
     """Verify one webhook delivery.
 
@@ -236,7 +245,7 @@ def verify_signature(payload, hmac_keys):
 
     Returns a :class:`SignatureResult`; raises ValueError only when no key is given.
     """
-    keys = _key_bytes(hmac_keys)
+    keys = [key.encode("utf-8", "surrogateescape") for key in parse_keys(hmac_keys)]
     if not keys:
         raise ValueError("no webhook HMAC key given")
 

@@ -275,3 +275,39 @@ def test_delivery_id_format_is_the_documented_one():
     verify = _repo_file("plugins", "filter", "webhook_verify.py")
     sample = re.search(r"delivery_id:.*?sample: (\S+)", verify, re.S).group(1)
     assert re.match(r"^sig-[0-9a-f]{%d}$" % ws.DELIVERY_ID_HEX_DIGITS, sample)
+
+
+# -- exact_payload: verifying an already-parsed body without losing exactness ------------------
+
+def test_exact_payload_uses_the_parsed_body_only_when_it_is_exact():
+    raw = body().encode()
+    parsed = json.loads(raw)
+    assert ws.exact_payload(raw, parsed) is parsed                  # ASCII, string members
+    # a numeric timestamp: its text is what was signed (17 digits; "-0"; 1e16): parse the raw body again
+    for ts in ("14981791994327545", "-0", "1.4981791994327545e16"):
+        sig = ref_sig(KEY, "e", ts, SALT)
+        numeric = ('{"event":"e","data":[],"signature":{"signature":"%s","timestamp":%s,"salt":"%s"}}'
+                   % (sig, ts, SALT)).encode()
+        assert ws.exact_payload(numeric, json.loads(numeric)) is numeric
+        assert ws.verify_signature(ws.exact_payload(numeric, json.loads(numeric)), KEY).valid
+    # not ASCII (a body json.loads reads with another decoding than the exact parser): raw
+    accented = body(data={"name": "caf\u00e9"}).encode()
+    accented = accented.replace(b"caf\\u00e9", "caf\u00e9".encode())
+    assert ws.exact_payload(accented, json.loads(accented)) is accented
+    # no signature, or the event name not a string: raw (verify_signature then says why)
+    unsigned = b'{"event":"e","data":[]}'
+    assert ws.exact_payload(unsigned, json.loads(unsigned)) is unsigned
+    assert ws.exact_payload(b"[1]", [1]) == b"[1]"
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda p: p,
+    lambda p: dict(p, event="other"),
+    lambda p: dict(p, signature=dict(p["signature"], salt="x" + SALT)),
+    lambda p: dict(p, signature=dict(p["signature"], signature="0" * 64)),
+    lambda p: dict(p, signature=dict(p["signature"], signature="zz")),
+])
+def test_exact_payload_verifies_like_the_raw_body(mutate):
+    raw = json.dumps(mutate(json.loads(body(key=OLD_KEY)))).encode()
+    fast = ws.verify_signature(ws.exact_payload(raw, json.loads(raw)), [KEY, OLD_KEY]).to_dict()
+    assert fast == ws.verify_signature(raw, [KEY, OLD_KEY]).to_dict()
