@@ -124,7 +124,9 @@ _value:
       returned: always
       sample: top
     delivery_id:
-      description: Stable id derived from the signature timestamp and salt (same as the event source's C(meta.delivery_id)).
+      description:
+        - Stable id of the delivery, C(sig-) and the first 32 hex digits of the SHA-256 of
+          C({signature.timestamp}:{signature.salt}), the same as the event source's C(meta.delivery_id).
       type: str
       returned: always
       sample: sig-6c1b0b1a2f6d4ab2a3c1e9f0d8b7a6c5

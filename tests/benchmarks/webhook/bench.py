@@ -6,9 +6,10 @@ aiohttp and cryptography first on PATH, a JDK 17 on PATH):
     python tests/benchmarks/webhook/bench.py [--burst 20000] [--rate 500] [--seconds 10] [--runs 1]
                                              [--repo LABEL=PATH ...]
 
-Before/after a change: ``--repo before=/path/to/old-checkout --repo after=. --runs 5`` measures each
-variant of each checkout in turn (before, after, before, after, ...: interleaved, so a drift of the
-machine's speed hits both alike) with this one load generator, and ends with a table of medians.
+Before/after a change: ``--repo before=/path/to/old-checkout --repo after=. --runs 6`` measures each
+variant of each checkout in turn (before, after, then after, before, ...: interleaved and in
+alternating order, so a drift of the machine's speed and whatever one run leaves behind hit both
+alike) with this one load generator, and ends with a table of medians.
 
 Each variant runs in a fresh ansible-rulebook process (rule action ``none``; a sentinel event
 triggers ``shutdown``) on 127.0.0.1; the load generator is a lean asyncio HTTP/1.1 client with
@@ -375,9 +376,12 @@ def main():
                            WPCLOUD_WEBHOOK_HMAC_KEYS=KEY)
     results = []
     for run in range(args.runs):
+        # A B, then B A: neither checkout always runs right after the other (what a run leaves
+        # behind, the machine's drift) - give an even --runs
+        order = repos if run % 2 == 0 else repos[::-1]
         for name in args.variants.split(","):
-            for label, _path in repos:
-                if name.startswith("builtin") and label != repos[0][0]:
+            for label, _path in order:
+                if name.startswith("builtin") and label != order[0][0]:
                     continue                      # ansible-rulebook's own source: the same in every checkout
                 group = name + ("@" + label if label and not name.startswith("builtin") else "")
                 variant = Variant(group, workdir, tls, name.startswith("builtin"), envs[label])

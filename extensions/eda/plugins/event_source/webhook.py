@@ -642,7 +642,7 @@ class Receiver:
     check_token          (with ``token``) a missing or wrong ``Authorization: Bearer``   401
     check_content_type   a content type other than content_types                         415
     read_json            a body above max_body_size or not sent within REQUEST_DEADLINE  413/408
-                         a body that is not a JSON object                                400
+                         a body that is not a JSON object (or is nested too deeply)      400
     verify_signature     (with keys) a missing, malformed or wrong signature             401
     drop_duplicates      a known delivery id: same body 200 (not stored again),          200/409
                          another body 409
@@ -740,7 +740,7 @@ class Receiver:
             return response
         try:
             payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):    # RecursionError: nested too deeply
             return self._reject(400, "body is not valid JSON")
         if not isinstance(payload, dict):
             return self._reject(400, "body is not a JSON object")

@@ -273,6 +273,8 @@ def test_delivery_id_format_is_the_documented_one():
             in source)
     assert "C(body-) and the first 32 hex digits of the SHA-256 of the body" in source
     verify = _repo_file("plugins", "filter", "webhook_verify.py")
+    assert ("C(sig-) and the first 32 hex digits of the SHA-256 of C({signature.timestamp}:{signature.salt})"
+            in " ".join(verify.split()))
     sample = re.search(r"delivery_id:.*?sample: (\S+)", verify, re.S).group(1)
     assert re.match(r"^sig-[0-9a-f]{%d}$" % ws.DELIVERY_ID_HEX_DIGITS, sample)
 

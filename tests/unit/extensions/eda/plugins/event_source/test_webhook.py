@@ -240,21 +240,26 @@ def test_a_valid_delivery_is_stored_once(tmp_path):
     assert KEY not in raw.decode()
 
 
-@pytest.mark.parametrize("kwargs,expected", [
-    ({"body": b"{}", "headers": {"Content-Length": "2000000"}}, (413, "body too large")),
-    ({"body": signed(), "content_type": "text/plain"}, (415, "content type must be application/json")),
-    ({"body": signed(), "content_type": "application/x-www-form-urlencoded"},
+REFUSALS = [
+    ("too-large", {"body": b"{}", "headers": {"Content-Length": "2000000"}}, (413, "body too large")),
+    ("text-plain", {"body": signed(), "content_type": "text/plain"}, (415, "content type must be application/json")),
+    ("form-encoded", {"body": signed(), "content_type": "application/x-www-form-urlencoded"},
      (415, "content type must be application/json")),
-    ({"body": signed(), "content_type": None}, (415, "content type must be application/json")),
-    ({"body": b"{not json"}, (400, "body is not valid JSON")),
-    ({"body": b"\xff\xfe"}, (400, "body is not valid JSON")),
-    ({"body": b"[1, 2]"}, (400, "body is not a JSON object")),
-    ({"body": signed(key="forged-" + KEY)}, (401, "signature mismatch")),
-    ({"body": b'{"event": "e", "data": []}'}, (401, "signature missing_signature")),
-    ({"body": signed().replace(b'"site_provisioned"', b'"other_event"')}, (401, "signature mismatch")),
-])
+    ("no-content-type", {"body": signed(), "content_type": None}, (415, "content type must be application/json")),
+    ("malformed-json", {"body": b"{not json"}, (400, "body is not valid JSON")),
+    ("invalid-utf8", {"body": b"\xff\xfe"}, (400, "body is not valid JSON")),
+    ("json-array", {"body": b"[1, 2]"}, (400, "body is not a JSON object")),
+    ("nested-too-deeply", {"body": b'{"a":' * 100000 + b"1" + b"}" * 100000}, (400, "body is not valid JSON")),   # was a 500
+    ("forged", {"body": signed(key="forged-" + KEY)}, (401, "signature mismatch")),
+    ("unsigned", {"body": b'{"event": "e", "data": []}'}, (401, "signature missing_signature")),
+    ("tampered-event", {"body": signed().replace(b'"site_provisioned"', b'"other_event"')}, (401, "signature mismatch")),
+]
+
+
+@pytest.mark.parametrize("kwargs,expected", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
 def test_refusals(tmp_path, kwargs, expected):
     receiver = make_receiver(tmp_path)
+    kwargs = dict(kwargs)
     body = kwargs.pop("body")
     assert run(deliver(receiver, body, **kwargs)) == expected
     assert receiver.spool.stats["rejected"] == 1 and receiver.spool.stats["stored"] == 0
@@ -446,3 +451,17 @@ def test_notifier_coalesces_durable_positions_while_the_pipe_is_busy():
         notify.failed("boom")
     run(scenario())
     assert written == [b"READY 0 0\n", b"D 1 10\n", b"D 3 30\n", b"R\n", b'E "boom"\n']
+
+
+def test_a_key_reload_during_a_store_is_not_counted_against_the_new_keys(tmp_path):
+    """verified_by_key counts per key position; a reload while a delivery is being stored (here: two
+    keys -> one) used to index the new, shorter list (an internal error instead of the 200)."""
+    receiver = make_receiver(tmp_path)
+    append = receiver.spool._append          # pylint: disable=protected-access
+
+    def slow_append(data):
+        receiver.keys, receiver.verified_by_key = [KEY], [0]     # what _reload_keys does meanwhile
+        append(data)
+    receiver.spool._append = slow_append     # pylint: disable=protected-access
+    assert run(deliver(receiver, signed(key=OLD_KEY))) == (200, "OK")
+    assert receiver.verified_by_key == [0]
