@@ -423,7 +423,7 @@ def test_emitter_recovers_what_was_stored_but_not_emitted(tmp_path):
     async def emitted():
         queue = asyncio.Queue()
         task = asyncio.ensure_future(emitter.run(queue))
-        items = [await asyncio.wait_for(queue.get(), 5) for _ in range(3)]
+        items = [await asyncio.wait_for(queue.get(), 5) for dummy in range(3)]
         task.cancel()
         await emitter.stop()
         return items
