@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 EMULATOR_DIR = Path(__file__).resolve().parents[1] / "emulator"
-if str(EMULATOR_DIR) not in sys.path:
-    sys.path.insert(0, str(EMULATOR_DIR))
+SUPPORT_DIR = Path(__file__).resolve().parents[1] / "support"     # webhook_harness
+for _path in (EMULATOR_DIR, SUPPORT_DIR):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from launcher import start_emulator  # noqa: E402
 
