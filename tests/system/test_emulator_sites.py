@@ -17,7 +17,7 @@ import requests
 
 import server
 from launcher import start_emulator
-from test_webhook_support import ref_digest, tls_files
+from webhook_harness import ref_digest, tls
 
 ADMIN_PASS = "Adm1n-pass-canary-7f3e9d"
 FIELDS = {"admin_user": "site-admin", "admin_email": "admin@example.org"}
@@ -405,7 +405,8 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 
 def test_site_provisioned_webhook_is_sent_once_when_ready_and_signed(tmp_path):
-    ca, cert, key = tls_files(tmp_path / "tls")
+    files = tls(tmp_path / "tls")
+    ca, cert, key = files["ca"], files["cert"], files["key"]
     received = []
     handler = type("Receiver", (_Receiver,), {"received": received})
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
