@@ -33,6 +33,8 @@ options:
     description:
       - The active C(webhook_hmac_key) value, or a list of them during a key rotation (the
         position of the matching key is returned in RV(_value.key_index)).
+      - Surrounding blanks are not part of a key (a valid key has none) and are removed; empty
+        entries are ignored. A single string is one key, even with a comma in it.
     type: raw
     required: true
   replay_file:
@@ -122,7 +124,9 @@ _value:
       returned: always
       sample: top
     delivery_id:
-      description: Stable id derived from the signature timestamp and salt (same as the event source's C(meta.delivery_id)).
+      description:
+        - Stable id of the delivery, C(sig-) and the first 32 hex digits of the SHA-256 of
+          C({signature.timestamp}:{signature.salt}), the same as the event source's C(meta.delivery_id).
       type: str
       returned: always
       sample: sig-6c1b0b1a2f6d4ab2a3c1e9f0d8b7a6c5
@@ -138,41 +142,35 @@ _value:
       sample: signature does not match any of the 2 active key(s)
 """
 
-import hashlib
-
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_replay import ReplayStore
 from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
-    ReplayStore,
+    body_fingerprint,
+    parse_keys,
     verify_signature,
 )
 
 
 def webhook_verify(body, hmac_keys, replay_file=None, max_age=None, max_entries=100000):
     """Verify a WP Cloud webhook body; see DOCUMENTATION."""
-    if isinstance(hmac_keys, (list, tuple)):
-        keys = [str(item) for item in hmac_keys if item is not None and str(item) != ""]
-    elif hmac_keys is None:
-        keys = []
-    else:
-        keys = [str(hmac_keys)] if str(hmac_keys) else []
+    keys = parse_keys(hmac_keys)
     if not keys:
         raise AnsibleFilterError("webhook_verify: no webhook HMAC key given")
     if not isinstance(body, (str, bytes, dict)):
         raise AnsibleFilterError("webhook_verify: the body must be the raw text or a dictionary")
     if isinstance(body, dict):
         body = dict(body)
-    else:
-        body = str(body) if not isinstance(body, bytes) else body
+    elif not isinstance(body, bytes):
+        body = str(body)
     store = None
-    fingerprint = None
     if replay_file:
         store = ReplayStore(max_entries=int(max_entries), max_age=max_age, path=str(replay_file))
-        if not isinstance(body, dict):
-            fingerprint = hashlib.sha256(to_bytes(body)).hexdigest()[:32]
     try:
-        result = verify_signature(body, keys, replay_store=store, fingerprint=fingerprint)
+        result = verify_signature(body, keys)
+        if store is not None:
+            # a raw body has a fingerprint (a reused signature with another body is a conflict); a dict has none
+            store.admit(result, None if isinstance(body, dict) else body_fingerprint(body))
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("webhook_verify: %s" % exc) from None
     return result.to_dict()

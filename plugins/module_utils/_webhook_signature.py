@@ -3,13 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The one verification of WP Cloud webhook signatures (standard library only).
+"""What identifies and authenticates a WP Cloud webhook delivery (standard library only).
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
-Used by the ``wpcloud.hosting.webhook_verify`` filter and by the ``wpcloud.hosting.webhook``
-Event-Driven Ansible source (which loads this file by path when Ansible's collection loader is not
-active). Keep it free of third-party imports.
+The one home of: the signature verification, the rules of a strong key, the one parser of configured
+keys, the delivery id format and the body fingerprint. Used by the ``wpcloud.hosting.webhook_verify``
+filter, by ``client_meta`` (key rules) and by the ``wpcloud.hosting.webhook`` Event-Driven Ansible
+source (which loads this file by path when Ansible's collection loader is not active). Keep it free
+of third-party imports and of imports from other module_utils files. Whether a delivery was seen
+before (replay, duplicates, freshness) is ``_webhook_replay.py``.
 
 What the service signs (hosting platform API, section 6.3): the string
 ``{event}:{signature.timestamp}:{signature.salt}``, HMAC-SHA256 keyed with the client account's
@@ -19,9 +22,9 @@ examples; uppercase is accepted too).
 What the signature does NOT cover: ``data``, ``atomic_site_id``, the top-level ``timestamp`` and
 any other member of the body. A valid signature proves that the service produced *an* event of that
 name with that signature timestamp and salt, not that the rest of the body is the one it sent. A
-captured signature can be replayed with another body; :class:`ReplayStore` accepts each signed
-``(timestamp, salt)`` pair once and can tell an identical redelivery (``duplicate``) from a reused
-signature with another body (``conflict``).
+captured signature can be replayed with another body; ``_webhook_replay`` accepts each signed
+``(timestamp, salt)`` pair once and tells an identical redelivery (``duplicate``) from a reused
+signature with another body (``conflict``) by the body fingerprint.
 
 Precision: the three signature members are strings. When ``signature.timestamp`` arrives as a JSON
 number (the public malware-scan example puts a 17-digit number inside ``data.signature``) its exact
@@ -36,33 +39,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
-import threading
-import time
-from collections import OrderedDict, deque
+from collections.abc import Iterable
 
-try:
-    import fcntl
-    HAS_FCNTL = True
-except ImportError:  # pragma: no cover - non-POSIX controller
-    fcntl = None
-    HAS_FCNTL = False
-
-# Result reasons (``reason`` is None when the signature is valid)
+# Result reasons of the signature check (``reason`` is None when the signature is valid); a replay
+# check adds ``replayed`` and ``stale`` (``_webhook_replay.REPLAYED``, ``_webhook_replay.STALE``).
 MISSING_SIGNATURE = "missing_signature"
 MALFORMED = "malformed"
 MISMATCH = "mismatch"
-REPLAYED = "replayed"
-STALE = "stale"
-
-# ReplayStore.check() answers
-NEW = "new"
-DUPLICATE = "duplicate"
-CONFLICT = "conflict"
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_DIGITS = re.compile(r"^[0-9]{1,40}$")
 
 
 class SignatureResult:
@@ -72,8 +58,8 @@ class SignatureResult:
     mismatch, replayed, stale); ``key_index`` (position of the matching key, else None);
     ``event``; ``timestamp`` and ``salt`` (the signature members as signed strings);
     ``location`` (``top`` or ``data``: where the signature object was found); ``delivery_id``
-    (stable id of the signed delivery, see :func:`delivery_id_for`); ``replay`` (the
-    :class:`ReplayStore` answer when a store was used); ``detail`` (human text).
+    (stable id of the signed delivery, see :func:`delivery_id_for`); ``replay`` (the answer of a
+    ``_webhook_replay.ReplayStore`` when one judged the delivery); ``detail`` (human text).
     """
 
     __slots__ = ("valid", "reason", "key_index", "event", "timestamp", "salt", "location",
@@ -110,16 +96,44 @@ def loads_exact(raw):
     return json.loads(raw, parse_int=str, parse_float=str, parse_constant=str)
 
 
+# The delivery id, one format for the event source (meta.delivery_id, its spool and duplicate
+# memory) and the filter (delivery_id): a prefix, then the first DELIVERY_ID_HEX_DIGITS hex digits
+# (128 bits) of a SHA-256. docs/webhooks.md states the same; a unit test holds the two together.
+SIGNED_ID_PREFIX = "sig-"        # + SHA-256 of "{signature.timestamp}:{signature.salt}"
+UNSIGNED_ID_PREFIX = "body-"     # + SHA-256 of the raw body (only with allow_unsigned)
+DELIVERY_ID_HEX_DIGITS = 32
+
+
+def _digest(data):
+    return hashlib.sha256(data).hexdigest()[:DELIVERY_ID_HEX_DIGITS]
+
+
 def delivery_id_for(timestamp, salt):
-    """Stable delivery id of a signed delivery: derived from the signed (timestamp, salt) pair."""
-    text = "%s:%s" % (timestamp, salt)
-    return "sig-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    """Stable delivery id of a signed delivery: derived from the signed (timestamp, salt) pair, so a
+    redelivery of the same signed event has the same id whatever its body."""
+    return SIGNED_ID_PREFIX + _digest(("%s:%s" % (timestamp, salt)).encode("utf-8"))
+
+
+def body_fingerprint(body):
+    """The fingerprint of a raw body (bytes or str), which tells a redelivery of the same body from
+    another body under the same delivery id."""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    return _digest(bytes(body))
+
+
+def unsigned_delivery_id(body):
+    """Delivery id of an unsigned delivery (accepted only with allow_unsigned): its body fingerprint."""
+    return UNSIGNED_ID_PREFIX + body_fingerprint(body)
 
 
 # What makes a webhook_hmac_key strong enough: client_meta refuses to set a weaker one, and the event
 # source refuses to verify with one (a short key can be guessed offline from one signed delivery).
 MIN_KEY_LENGTH = 32
 MIN_KEY_DISTINCT = 10
+KEY_RULE = ("A webhook_hmac_key must have at least %d characters, %d of them distinct, and no surrounding "
+            "spaces, as wpcloud.hosting.client_meta requires when it sets one. Generate one with: "
+            "openssl rand -hex 32" % (MIN_KEY_LENGTH, MIN_KEY_DISTINCT))
 
 
 def key_is_strong(key):
@@ -128,38 +142,60 @@ def key_is_strong(key):
     return len(key) >= MIN_KEY_LENGTH and len(set(key)) >= MIN_KEY_DISTINCT and key == key.strip()
 
 
-def normalize_keys(hmac_keys):
-    """Return the active keys as a list of bytes (order kept: index 0 is the first key).
+def weak_keys(keys):
+    """Names the keys that are not strong by position (never by value), or '' when all are strong:
+    ``key 2 of 3 is`` / ``keys 1, 3 of 3 are`` (to be followed by ``too weak``)."""
+    weak = [str(index + 1) for index, key in enumerate(keys) if not key_is_strong(key)]
+    if not weak:
+        return ""
+    if len(weak) == 1:
+        return "key %s of %d is" % (weak[0], len(keys))
+    return "keys %s of %d are" % (", ".join(weak), len(keys))
 
-    Accepts one key (str or bytes) or a list/tuple of keys. Empty entries are dropped. A single
-    string is NOT split on commas here (a key may contain one); callers that offer a
-    comma-separated form split it themselves.
+
+def parse_keys(value, split_commas=False):
+    """The one reading of configured webhook keys: a list of str, order kept (index 0 is the first key).
+
+    ``value``: one key (str or bytes), a list/tuple of keys, or None. With ``split_commas`` a string
+    holds several keys separated by commas (the event source's ``hmac_secret`` and its environment
+    variable); otherwise a string is one key (a key may contain a comma). Every entry is stripped of
+    surrounding blanks (a key with them is not a valid key, see :func:`key_is_strong`); empty
+    entries are dropped.
     """
-    if hmac_keys is None:
+    if value is None:
         return []
-    if isinstance(hmac_keys, (str, bytes, bytearray)):
-        hmac_keys = [hmac_keys]
-    out = []
-    for item in hmac_keys:
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, (list, tuple, Iterable)):
+        value = [value]
+    keys = []
+    for item in value:
         if item is None:
             continue
-        if isinstance(item, str):
-            item = item.encode("utf-8")
-        elif isinstance(item, (bytes, bytearray)):
-            item = bytes(item)
-        else:
-            raise TypeError("webhook HMAC keys must be strings (got %s)" % type(item).__name__)
-        if item:
-            out.append(item)
-    return out
+        if isinstance(item, (bytes, bytearray)):
+            item = bytes(item).decode("utf-8", "surrogateescape")
+        item = str(item)
+        for key in item.split(",") if split_commas else (item,):
+            key = key.strip()
+            if key:
+                keys.append(key)
+    return keys
+
+
+def read_key_file(path):
+    """The keys of a key file: one per line; blank lines and lines starting with ``#`` are skipped."""
+    with open(path, encoding="utf-8") as handle:
+        lines = [line for line in handle if not line.lstrip().startswith("#")]
+    return parse_keys(lines)
 
 
 def compute_signature(hmac_key, event, timestamp, salt):
     """Lowercase hex HMAC-SHA256 of ``{event}:{timestamp}:{salt}`` (what the service sends)."""
     if isinstance(hmac_key, str):
         hmac_key = hmac_key.encode("utf-8")
-    message = ("%s:%s:%s" % (event, timestamp, salt)).encode("utf-8")
-    return hmac.new(hmac_key, message, hashlib.sha256).hexdigest()
+    return hmac.new(hmac_key, _signed_message(event, timestamp, salt), hashlib.sha256).hexdigest()
+
+
+def _signed_message(event, timestamp, salt):
+    return ("%s:%s:%s" % (event, timestamp, salt)).encode("utf-8")
 
 
 def _member_text(value, name):
@@ -187,18 +223,29 @@ def find_signature(payload):
     return None, None
 
 
-def verify_signature(payload, hmac_keys, replay_store=None, fingerprint=None):
+def exact_payload(raw, parsed):
+    """What to pass to :func:`verify_signature` for a body already parsed with ``json.loads``: the
+    parsed body when it holds exactly the texts that were signed (an ASCII body whose event and
+    signature members are strings, which both parsers read alike), else the raw body, which
+    :func:`verify_signature` parses again keeping numbers as their exact text."""
+    if isinstance(parsed, dict) and isinstance(raw, (bytes, bytearray)) and raw.isascii():
+        sig, _location = find_signature(parsed)
+        if (sig is not None and isinstance(parsed.get("event"), str)
+                and all(isinstance(sig.get(name), str) for name in ("timestamp", "salt", "signature"))):
+            return parsed
+    return raw
+
+
+def verify_signature(payload, hmac_keys):
     """Verify one webhook delivery.
 
     ``payload``: the raw body (bytes or str; preferred, exact) or an already-parsed dict.
-    ``hmac_keys``: one key or a list of active keys (rotation window).
-    ``replay_store``: optional :class:`ReplayStore`; a valid pair seen before gives
-    ``reason=replayed`` (``replay`` says duplicate or conflict), a stale one ``reason=stale``.
-    ``fingerprint``: optional text identifying the body (e.g. its SHA-256) for the store.
+    ``hmac_keys``: one key or a list of active keys (rotation window), read by :func:`parse_keys`.
+    Whether the delivery was seen before is ``_webhook_replay.ReplayStore.admit()``.
 
     Returns a :class:`SignatureResult`; raises ValueError only when no key is given.
     """
-    keys = normalize_keys(hmac_keys)
+    keys = [key.encode("utf-8", "surrogateescape") for key in parse_keys(hmac_keys)]
     if not keys:
         raise ValueError("no webhook HMAC key given")
 
@@ -248,7 +295,7 @@ def verify_signature(payload, hmac_keys, replay_store=None, fingerprint=None):
         result.detail = "signature.signature is not 64 hex characters"
         return result
 
-    message = ("%s:%s:%s" % (event, timestamp, salt)).encode("utf-8")
+    message = _signed_message(event, timestamp, salt)
     matched = None
     # Compare with every key, without an early exit, so timing does not tell which one matched.
     for index, key in enumerate(keys):
@@ -260,216 +307,5 @@ def verify_signature(payload, hmac_keys, replay_store=None, fingerprint=None):
         result.detail = "signature does not match any of the %d active key(s)" % len(keys)
         return result
     result.key_index = matched
-
-    if replay_store is not None:
-        answer = replay_store.check(timestamp, salt, fingerprint)
-        result.replay = answer
-        if answer == STALE:
-            result.reason = STALE
-            result.detail = "signature timestamp is older than the freshness window"
-            return result
-        if answer in (DUPLICATE, CONFLICT):
-            result.reason = REPLAYED
-            result.detail = "this signature (timestamp, salt) was accepted before"
-            return result
-
     result.valid = True
     return result
-
-
-class FreshnessWindow:
-    """Reject signature timestamps older than what the receiver saw ``max_age`` seconds ago.
-
-    The unit of ``signature.timestamp`` is not documented (17 digits in the examples: neither Unix
-    seconds nor milliseconds), so it is never compared with the receiver's clock. Instead the
-    window works on the time the receiver FIRST SAW timestamps: a new timestamp is stale when it is
-    lower than the highest timestamp already seen at least ``max_age`` seconds ago. This holds for
-    any unit as long as the service's timestamps grow with time. Non-numeric timestamps are not
-    checked (documented: freshness applies to digit strings only).
-    """
-
-    def __init__(self, max_age, clock=time.time):
-        self.max_age = float(max_age)
-        self.clock = clock
-        self._granularity = max(1.0, self.max_age / 256.0)
-        self._checkpoints = deque()  # (seen_time, highest timestamp seen up to then)
-        self._highest = None
-        self._threshold = None       # highest timestamp seen >= max_age seconds ago
-
-    def _advance(self, now):
-        limit = now - self.max_age
-        while self._checkpoints and self._checkpoints[0][0] <= limit:
-            self._threshold = self._checkpoints.popleft()[1]
-
-    def is_stale(self, timestamp, now=None):
-        if not isinstance(timestamp, str) or not _DIGITS.match(timestamp):
-            return False
-        now = self.clock() if now is None else now
-        self._advance(now)
-        return self._threshold is not None and int(timestamp) < self._threshold
-
-    def observe(self, timestamp, now=None):
-        if not isinstance(timestamp, str) or not _DIGITS.match(timestamp):
-            return
-        now = self.clock() if now is None else now
-        value = int(timestamp)
-        if self._highest is None or value > self._highest:
-            self._highest = value
-        if self._checkpoints and now - self._checkpoints[-1][0] < self._granularity:
-            last_time, last_value = self._checkpoints[-1]
-            self._checkpoints[-1] = (last_time, max(last_value, self._highest))
-        else:
-            self._checkpoints.append((now, self._highest))
-        self._advance(now)
-
-
-class ReplayStore:
-    """Accept each signed ``(timestamp, salt)`` pair once; bounded memory, optional file.
-
-    ``max_entries`` bounds memory (oldest pairs are forgotten first; a forgotten pair would be
-    accepted again, so pair it with ``max_age`` and size it above peak rate x ``max_age``).
-    ``max_age`` (seconds, optional) enables the :class:`FreshnessWindow`.
-    ``path`` (optional) persists pairs in an append-only file (one tab-separated line per pair,
-    never a key), reloaded on start, compacted when it grows past twice ``max_entries``; access
-    is serialised with ``flock`` so several processes may share it.
-
-    :meth:`check` answers ``new`` (and remembers the pair), ``duplicate`` (seen before with the same
-    or no fingerprint), ``conflict`` (seen before with another body fingerprint) or ``stale``.
-    """
-
-    def __init__(self, max_entries=100000, max_age=None, path=None, clock=time.time):
-        if int(max_entries) < 1:
-            raise ValueError("max_entries must be at least 1")
-        self.max_entries = int(max_entries)
-        self.clock = clock
-        self.path = path
-        self.freshness = FreshnessWindow(max_age, clock) if max_age else None
-        self._pairs = OrderedDict()
-        self._lock = threading.Lock()
-        self._lines = 0
-        if path:
-            self._load()
-
-    def __len__(self):
-        return len(self._pairs)
-
-    def __contains__(self, pair):
-        return tuple(pair) in self._pairs
-
-    # -- persistence -------------------------------------------------------------------------
-    @staticmethod
-    def _line(seen, timestamp, salt, fingerprint):
-        for text in (timestamp, salt, fingerprint or ""):
-            if "\t" in text or "\n" in text:
-                raise ValueError("tab or newline in a replay-store field")
-        return "%.3f\t%s\t%s\t%s\n" % (seen, timestamp, salt, fingerprint or "")
-
-    def _read_file(self):
-        try:
-            with open(self.path, "r", encoding="utf-8", errors="replace") as handle:
-                content = handle.read()
-        except FileNotFoundError:
-            return
-        # the file holds every remembered pair: rebuild the memory from it
-        self._pairs = OrderedDict()
-        if self.freshness is not None:
-            self.freshness = FreshnessWindow(self.freshness.max_age, self.clock)
-        self._lines = 0
-        for line in content.split("\n"):
-            parts = line.split("\t")
-            if len(parts) != 4:
-                continue  # torn last line after a crash, or garbage
-            try:
-                seen = float(parts[0])
-            except ValueError:
-                continue
-            self._lines += 1
-            self._remember((parts[1], parts[2]), parts[3] or None, seen)
-
-    def _load(self):
-        with self._file_lock():
-            self._read_file()
-
-    def _file_lock(self):
-        return _FileLock(self.path + ".lock") if (self.path and HAS_FCNTL) else _NullLock()
-
-    def _append(self, line):
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        fd = os.open(self.path, flags, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._lines += 1
-        if self._lines > 2 * self.max_entries:
-            self._compact()
-
-    def _compact(self):
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for (timestamp, salt), (fingerprint, seen) in self._pairs.items():
-                handle.write(self._line(seen, timestamp, salt, fingerprint))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        self._lines = len(self._pairs)
-
-    # -- memory ------------------------------------------------------------------------------
-    def _remember(self, pair, fingerprint, seen):
-        self._pairs[pair] = (fingerprint, seen)
-        self._pairs.move_to_end(pair)
-        while len(self._pairs) > self.max_entries:
-            self._pairs.popitem(last=False)
-        if self.freshness is not None:
-            self.freshness.observe(pair[0], seen)
-
-    def add(self, timestamp, salt, fingerprint=None, seen=None):
-        """Remember a pair without checking it (e.g. when rebuilding from another log)."""
-        seen = self.clock() if seen is None else seen
-        self._remember((timestamp, salt), fingerprint, seen)
-
-    def check(self, timestamp, salt, fingerprint=None):
-        """Classify a verified pair and remember it when new (see the class docstring)."""
-        pair = (timestamp, salt)
-        with self._lock, self._file_lock():
-            if self.path:
-                self._read_file()  # another process may have added pairs
-            known = self._pairs.get(pair)
-            if known is not None:
-                if fingerprint is not None and known[0] is not None and known[0] != fingerprint:
-                    return CONFLICT
-                return DUPLICATE
-            now = self.clock()
-            if self.freshness is not None and self.freshness.is_stale(timestamp, now):
-                return STALE
-            self._remember(pair, fingerprint, now)
-            if self.path:
-                self._append(self._line(now, timestamp, salt, fingerprint))
-            return NEW
-
-
-class _NullLock:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _FileLock:
-    def __init__(self, path):
-        self.path = path
-        self.fd = None
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
-        return False

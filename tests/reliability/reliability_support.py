@@ -19,11 +19,12 @@ from urllib.parse import quote, quote_plus
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
+SUPPORT_DIR = ROOT / "tests" / "support"     # webhook_harness
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
 CALLBACK_DIR = HERE / "callback_plugins"
 ACTION_DIR = HERE / "action_plugins"
 BIN = Path(sys.executable).parent
-for _path in (EMULATOR_DIR,):
+for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

@@ -314,6 +314,7 @@ def test_rulebook_with_the_key_in_the_environment_leaks_nothing(canaries, rel_di
     out.mkdir(parents=True)
     tls = wh.tls(rel_dir / "inputs" / "tls-rulebook")
     port = wh.free_port()
-    result = wh.run_rulebook(rel_dir, out, tls, port, canaries.webhook_hmac_key, canaries)
+    result = wh.run_rulebook(out, tls, port, canaries.webhook_hmac_key, rs.ansible_env(rel_dir, out, "rulebook"),
+                             headers={"X-Api-Key": canaries.api_key})
     assert result["statuses"] == [200, 401, 409, 200], result
     _assert_clean([out], canaries, "ansible-rulebook")

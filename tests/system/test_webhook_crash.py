@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from test_webhook_support import Rulebook, collection_tree, delivery_id_of, free_port, get_json, tls_files, wait_for
+from webhook_harness import Rulebook, collection_tree, delivery_id_of, free_port, get_json, tls, wait_for
 
 from webhooks import build_body  # noqa: E402  (tests/emulator on sys.path)
 
@@ -64,7 +64,8 @@ async def deliver(url, ca, bodies, results, on_ack=None):
 
 def test_sigkill_during_delivery_loses_no_acknowledged_event(tmp_path):
     tree = collection_tree(tmp_path)
-    ca, cert, key = tls_files(tmp_path / "tls")
+    tls_files = tls(tmp_path / "tls")
+    ca, cert, key = tls_files["ca"], tls_files["cert"], tls_files["key"]
     port = free_port()
     url = "https://127.0.0.1:%d" % port
     (tmp_path / "rb.yml").write_text(RULEBOOK % {"port": port, "cert": cert, "key": key,

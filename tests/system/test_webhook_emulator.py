@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from test_webhook_support import SOURCE_FILE, Harness, delivery_id_of, free_port, ready, tls_files
+import webhook_harness as wh
 
 launcher = pytest.importorskip("launcher")
 
@@ -16,17 +16,12 @@ KEY = "emulator-path-key-5e6f7a8b9c0d1e2f"
 
 
 def test_emulator_events_reach_the_source(tmp_path):
-    import runpy
-    plugin = runpy.run_path(str(SOURCE_FILE))
-    ca, cert, key = tls_files(tmp_path / "tls")
-    port = free_port()
+    tls = wh.tls(tmp_path / "tls")
+    port = wh.free_port()
     url = "https://127.0.0.1:%d" % port
-    harness = Harness(plugin, {"host": "127.0.0.1", "port": port, "certfile": cert, "keyfile": key,
-                               "hmac_secret": [KEY], "spool_dir": str(tmp_path / "spool"),
-                               "emit_confirm_delay": 0}).start()
-    emu = launcher.start_emulator(tmp_path / "emu", extra_args=["--webhook-ca", ca])
+    harness = wh.Source(wh.source_args(tmp_path / "spool", tls, port, [KEY])).start()
+    emu = launcher.start_emulator(tmp_path / "emu", extra_args=["--webhook-ca", tls["ca"]])
     try:
-        ready(url, ca)
         client = emu.client
         for meta_key, value in (("webhook_url", url + "/wpcloud"), ("webhook_hmac_key", KEY)):
             status, body = emu.api("client-meta/%s/%s/add" % (client, meta_key), method="POST", data={"value": value})
@@ -47,7 +42,7 @@ def test_emulator_events_reach_the_source(tmp_path):
     assert [(d["event"], d["status"], d["signed"]) for d in deliveries] == [
         ("domain_name_changed", 200, True), ("wp_version_changed", 200, True), ("not_in_any_list", 200, True)]
     for delivery, event in zip(deliveries, harness.events):
-        assert event["meta"]["delivery_id"] == delivery_id_of(delivery["body"])
+        assert event["meta"]["delivery_id"] == wh.delivery_id_of(delivery["body"])
         assert event["payload"] == json.loads(delivery["body"])
         assert KEY not in json.dumps(delivery)          # the delivery log never holds the key
     assert harness.events[2]["payload"]["data"] == {"surprise": [1, {"x": "y"}]}

@@ -3,14 +3,12 @@ takes both keys from its hmac_secret_file, the account switches, a delivery veri
 is seen, the old key is dropped; no delivery is refused or lost on the way."""
 
 import json
-import runpy
-import time
 
 import pytest
 
 from launcher import start_emulator
 from playbooks import run_playbook
-from test_webhook_support import SOURCE_FILE, Harness, free_port, ready, tls_files
+import webhook_harness as wh
 
 pytest.importorskip("aiohttp")
 
@@ -19,27 +17,22 @@ NEW_KEY = "new-rotation-key-" + "fedcba9876543210" * 2
 
 
 def wait_for(predicate, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timeout")
+    wh.wait_for(predicate, timeout)
 
 
 def test_rotation_keeps_every_event(tmp_path):
-    ca, cert, key = tls_files(tmp_path / "tls")
+    tls = wh.tls(tmp_path / "tls")
+    ca = tls["ca"]
     keys_file = tmp_path / "receiver.keys"
     keys_file.write_text(OLD_KEY + "\n")
     keys_file.chmod(0o600)
-    port = free_port()
-    source = Harness(runpy.run_path(str(SOURCE_FILE)), {
-        "host": "127.0.0.1", "port": port, "certfile": cert, "keyfile": key, "hmac_secret_file": str(keys_file),
-        "spool_dir": str(tmp_path / "spool"), "emit_confirm_delay": 0}).start()
+    port = wh.free_port()
+    args = wh.source_args(tmp_path / "spool", tls, port, None, hmac_secret_file=str(keys_file))
+    del args["hmac_secret"]
+    source = wh.Source(args).start()
     emu = start_emulator(tmp_path / "emulator", extra_args=["--accept-delay", "0.3", "--webhook-ca", ca])
     try:
         receiver = "https://127.0.0.1:%d" % port
-        ready(receiver, ca)
         assert emu.api("client-meta/%s/webhook_url/add" % emu.client, "POST", {"value": receiver + "/hook"})[0] == 200
         assert emu.api("client-meta/%s/webhook_hmac_key/add" % emu.client, "POST", {"value": OLD_KEY})[0] == 200
         emu.emit("wp_version_changed", atomic_site_id=1001, data={"version": "previous"})

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from test_webhook_support import (REPO, Rulebook, collection_tree, delivery_id_of, free_port, get_json, post,
-                                  rulebook_bin, tls_files, wait_for)
+from webhook_harness import (REPO, Rulebook, collection_tree, delivery_id_of, free_port, get_json, post,
+                             rulebook_bin, tls, wait_for, write_rulebook_inputs)
 
 from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
 
@@ -25,22 +25,14 @@ OLD_KEY = "rulebook-old-key-0d9e8f7a6b5c4d3e"
 def rulebook_env(tmp_path):
     rulebook_bin()
     tree = collection_tree(tmp_path)
-    ca_path, cert_path, key_path = tls_files(tmp_path / "tls")
+    tls_files = tls(tmp_path / "tls")
     port = free_port()
-    (tmp_path / "inventory.yml").write_text(
-        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
-        "      ansible_python_interpreter: %s\n" % sys.executable)
-    records = tmp_path / "records"
-    (tmp_path / "vars.yml").write_text(json.dumps({
-        "wpcloud_webhook_host": "127.0.0.1", "wpcloud_webhook_port": port,
-        "wpcloud_webhook_certfile": cert_path, "wpcloud_webhook_keyfile": key_path,
-        "wpcloud_webhook_spool_dir": str(tmp_path / "spool"),
-        "wpcloud_webhook_record_dir": str(records)}))
+    records = write_rulebook_inputs(tmp_path, tls_files, port)
     env = {"ANSIBLE_COLLECTIONS_PATH": str(tree), "ANSIBLE_NOCOLOR": "1",
            # the key reaches the source from the environment, never from the rulebook
            "WPCLOUD_WEBHOOK_HMAC_KEYS": "%s,%s" % (KEY, OLD_KEY)}
     rb = Rulebook(tmp_path, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml", "--vars", "vars.yml"], env)
-    yield {"rb": rb, "url": "https://127.0.0.1:%d" % port, "ca": ca_path, "records": records}
+    yield {"rb": rb, "url": "https://127.0.0.1:%d" % port, "ca": tls_files["ca"], "records": records}
     rb.stop()
 
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import runpy
-import ssl
 import subprocess
+import time
 
 import pytest
 
+import webhook_harness as wh
 from playbooks import BIN, ansible_env
-from test_webhook_support import (SOURCE_FILE, Harness, delivery_id_of, free_port, ready, tls_files)
 
-aiohttp = pytest.importorskip("aiohttp")
+pytest.importorskip("aiohttp")
 
 from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
 
@@ -24,65 +23,28 @@ OLD_KEY = "source-test-old-key-fedcba9876543210"
 
 
 @pytest.fixture(scope="module")
-def plugin():
-    return runpy.run_path(str(SOURCE_FILE))
-
-
-@pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    ca_path, cert_path, key_path = tls_files(tmp_path_factory.mktemp("tls"))
-    return {"ca": ca_path, "cert": cert_path, "key": key_path}
-
-
-def run_source(plugin, args):
-    """Start, return the harness; the caller stops it."""
-    return Harness(plugin, args).start()
+    return wh.tls(tmp_path_factory.mktemp("tls"))
 
 
 def base_args(tmp_path, tls, port, **extra):
-    args = {"host": "127.0.0.1", "port": port, "certfile": tls["cert"], "keyfile": tls["key"],
-            "hmac_secret": "%s,%s" % (KEY, OLD_KEY), "spool_dir": str(tmp_path / "spool"),
-            "emit_confirm_delay": 0}
-    args.update(extra)
-    return args
+    return wh.source_args(tmp_path / "spool", tls, port, "%s,%s" % (KEY, OLD_KEY), **extra)
+
+
+def run_source(args, **kw):
+    """Start and wait until it listens; the caller stops it."""
+    return wh.Source(args, **kw).start()
 
 
 def wait(predicate, timeout=10):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    raise AssertionError("timeout")
+    return wh.wait_for(predicate, timeout, 0.02)
 
 
-async def _post(url, body, ca, content_type="application/json", headers=None):
-    ctx = ssl.create_default_context(cafile=ca)
-    async with aiohttp.ClientSession() as session:
-        hdrs = {"Content-Type": content_type}
-        hdrs.update(headers or {})
-        async with session.post(url, data=body, headers=hdrs, ssl=ctx) as resp:
-            return resp.status, await resp.text()
-
-
-def post(url, body, ca, **kw):
-    return asyncio.run(_post(url, body, ca, **kw))
-
-
-def healthz(url, ca):
-    import urllib.request
-    ctx = ssl.create_default_context(cafile=ca)
-    with urllib.request.urlopen(url + "/healthz", context=ctx, timeout=2) as resp:
-        return json.loads(resp.read())
-
-
-def test_sender_events_emitted_with_delivery_ids(plugin, tls, tmp_path):
-    port = free_port()
+def test_sender_events_emitted_with_delivery_ids(tls, tmp_path):
+    port = wh.free_port()
     url = "https://127.0.0.1:%d" % port
-    harness = run_source(plugin, base_args(tmp_path, tls, port))
+    harness = run_source(base_args(tmp_path, tls, port))
     try:
-        ready(url, tls["ca"])
         meta = {"webhook_url": url + "/hooks/wpcloud", "webhook_hmac_key": KEY}
         sender = WebhookSender(lambda client, key: meta.get(key), ca_path=tls["ca"], retry_delay=0.1)
         sender.emit("demo", "site_provisioned", 101)
@@ -107,7 +69,7 @@ def test_sender_events_emitted_with_delivery_ids(plugin, tls, tmp_path):
                              "made_up_event", "malware-scanner-results", "response_ticket_updated"}
     for delivery in sender.deliveries:
         event = by_event[delivery["event"]]
-        assert event["meta"]["delivery_id"] == delivery_id_of(delivery["body"])
+        assert event["meta"]["delivery_id"] == wh.delivery_id_of(delivery["body"])
         assert event["payload"] == json.loads(delivery["body"])       # untouched, unknown fields too
         assert event["meta"]["endpoint"] == "hooks/wpcloud"
     assert by_event["response_ticket_updated"]["meta"]["signature"]["key_index"] == 1
@@ -119,12 +81,11 @@ def test_sender_events_emitted_with_delivery_ids(plugin, tls, tmp_path):
     assert by_event["made_up_event"]["payload"]["data"] == {"nested": {"new_field": [1, 2]}, "x": None}
 
 
-def test_rejections_and_duplicates(plugin, tls, tmp_path):
-    port = free_port()
+def test_rejections_and_duplicates(tls, tmp_path):
+    port = wh.free_port()
     url = "https://127.0.0.1:%d/hook" % port
-    harness = run_source(plugin, base_args(tmp_path, tls, port, max_body_size=4096))
+    harness = run_source(base_args(tmp_path, tls, port, max_body_size=4096))
     try:
-        ready(url.rsplit("/", 1)[0], tls["ca"])
         good = build_body("site_provisioned", 7, None, KEY).decode()
         payload = json.loads(good)
         forged = build_body("site_provisioned", 8, None, "not-the-key").decode()
@@ -134,27 +95,27 @@ def test_rejections_and_duplicates(plugin, tls, tmp_path):
         upper = json.loads(build_body("wp_version_changed", 7, {"version": "latest"}, KEY))
         upper["signature"]["signature"] = upper["signature"]["signature"].upper()
 
-        assert post(url, good, tls["ca"])[0] == 200
-        assert post(url, good, tls["ca"])[0] == 200                    # redelivery: 200, not emitted again
-        assert post(url, json.dumps(replayed_other_body), tls["ca"])[0] == 409
-        assert post(url, forged, tls["ca"])[0] == 401
-        assert post(url, json.dumps(tampered), tls["ca"])[0] == 401
-        assert post(url, unsigned, tls["ca"])[0] == 401
-        assert post(url, "{not json", tls["ca"])[0] == 400
-        assert post(url, "[1, 2]", tls["ca"])[0] == 400
-        assert post(url, good, tls["ca"], content_type="text/plain")[0] == 415
-        assert post(url, good, tls["ca"], content_type="application/x-www-form-urlencoded")[0] == 415
+        assert wh.post(url, good, tls["ca"])[0] == 200
+        assert wh.post(url, good, tls["ca"])[0] == 200                    # redelivery: 200, not emitted again
+        assert wh.post(url, json.dumps(replayed_other_body), tls["ca"])[0] == 409
+        assert wh.post(url, forged, tls["ca"])[0] == 401
+        assert wh.post(url, json.dumps(tampered), tls["ca"])[0] == 401
+        assert wh.post(url, unsigned, tls["ca"])[0] == 401
+        assert wh.post(url, "{not json", tls["ca"])[0] == 400
+        assert wh.post(url, "[1, 2]", tls["ca"])[0] == 400
+        assert wh.post(url, good, tls["ca"], content_type="text/plain")[0] == 415
+        assert wh.post(url, good, tls["ca"], content_type="application/x-www-form-urlencoded")[0] == 415
         big = json.dumps(dict(payload, data={"pad": "x" * 5000}))
-        assert post(url, big, tls["ca"])[0] == 413
-        assert post(url, json.dumps(upper), tls["ca"])[0] == 200
+        assert wh.post(url, big, tls["ca"])[0] == 413
+        assert wh.post(url, json.dumps(upper), tls["ca"])[0] == 200
         # secret-bearing headers never reach the event
         probe = build_body("header_probe", None, {"k": 1}, KEY)
         secret_headers = {"Authorization": "Bearer abc", "Cookie": "a=b", "X-Hub-Signature-256": "sha256=00",
                           "X-Api-Key": "k", "X-Trace": "keep-me"}
-        status = post(url, probe, tls["ca"], headers=secret_headers)[0]
+        status = wh.post(url, probe, tls["ca"], headers=secret_headers)[0]
         assert status == 200
         wait(lambda: len(harness.events) == 3)
-        counters = healthz(url.rsplit("/", 1)[0], tls["ca"])
+        counters = wh.healthz(url.rsplit("/", 1)[0], tls["ca"])
     finally:
         harness.stop()
     events = [e["payload"]["event"] for e in harness.events]
@@ -167,43 +128,41 @@ def test_rejections_and_duplicates(plugin, tls, tmp_path):
     assert counters["rejected"] == 8
 
 
-def test_refuses_to_start_without_key_or_tls(plugin, tls, tmp_path, monkeypatch):
+def test_refuses_to_start_without_key_or_tls(tls, tmp_path, monkeypatch):
     monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEYS", raising=False)
     monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEY", raising=False)
-    args = base_args(tmp_path, tls, free_port())
+    args = base_args(tmp_path, tls, wh.free_port())
     args["hmac_secret"] = ""
     with pytest.raises(ValueError, match="allow_unsigned"):
-        asyncio.run(plugin["main"](asyncio.Queue(), args))
-    args = base_args(tmp_path, tls, free_port())
+        asyncio.run(wh.plugin()["main"](asyncio.Queue(), args))
+    args = base_args(tmp_path, tls, wh.free_port())
     del args["certfile"]
     with pytest.raises(ValueError, match="allow_insecure_http"):
-        asyncio.run(plugin["main"](asyncio.Queue(), args))
+        asyncio.run(wh.plugin()["main"](asyncio.Queue(), args))
 
 
-def test_env_key_fallback_and_unsigned_mode(plugin, tls, tmp_path, monkeypatch):
+def test_env_key_fallback_and_unsigned_mode(tls, tmp_path, monkeypatch):
     monkeypatch.setenv("WPCLOUD_WEBHOOK_HMAC_KEYS", "%s, %s" % (OLD_KEY, KEY))
-    port = free_port()
+    port = wh.free_port()
     url = "http://127.0.0.1:%d" % port
     args = {"host": "127.0.0.1", "port": port, "allow_insecure_http": True,
             "spool_dir": str(tmp_path / "s1"), "emit_confirm_delay": 0}
-    harness = run_source(plugin, args)
+    harness = run_source(args)
     try:
-        wait(lambda: _http_ok(url))
-        assert _raw_post(url, build_body("e", None, None, KEY)) == 200
+        assert wh.post(url + "/", build_body("e", None, None, KEY))[0] == 200
         wait(lambda: len(harness.events) == 1)
         assert harness.events[0]["meta"]["signature"]["key_index"] == 1
     finally:
         harness.stop()
     monkeypatch.delenv("WPCLOUD_WEBHOOK_HMAC_KEYS")
-    port = free_port()
+    port = wh.free_port()
     url = "http://127.0.0.1:%d" % port
-    harness = run_source(plugin, {"host": "127.0.0.1", "port": port, "allow_insecure_http": "true",
-                                  "allow_unsigned": True, "spool_dir": str(tmp_path / "s2")})
+    harness = run_source({"host": "127.0.0.1", "port": port, "allow_insecure_http": "true",
+                          "allow_unsigned": True, "spool_dir": str(tmp_path / "s2")})
     try:
-        wait(lambda: _http_ok(url))
         body = json.dumps({"event": "x", "timestamp": 1, "data": []})
-        assert _raw_post(url, body) == 200
-        assert _raw_post(url, body) == 200                     # same body = same delivery
+        assert wh.post(url + "/", body)[0] == 200
+        assert wh.post(url + "/", body)[0] == 200                     # same body = same delivery
         wait(lambda: len(harness.events) == 1)
         assert harness.events[0]["meta"]["delivery_id"].startswith("body-")
         assert harness.events[0]["meta"]["signature"] == {"verified": False}
@@ -211,48 +170,15 @@ def test_env_key_fallback_and_unsigned_mode(plugin, tls, tmp_path, monkeypatch):
         harness.stop()
 
 
-def _http_ok(url):
-    import urllib.request
-    try:
-        with urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
-def _raw_post(url, body):
-    import urllib.error
-    import urllib.request
-    req = urllib.request.Request(url + "/", data=body if isinstance(body, bytes) else body.encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-
-
-def test_bearer_token_and_freshness(plugin, tls, tmp_path):
-    port = free_port()
+def test_bearer_token_and_freshness(tls, tmp_path):
+    port = wh.free_port()
     url = "http://127.0.0.1:%d" % port
-    harness = run_source(plugin, {"host": "127.0.0.1", "port": port, "allow_insecure_http": True,
-                                  "hmac_secret": [KEY], "token": "tok-123", "max_age": 1,
-                                  "spool_dir": str(tmp_path / "s"), "emit_confirm_delay": 0})
+    harness = run_source({"host": "127.0.0.1", "port": port, "allow_insecure_http": True,
+                          "hmac_secret": [KEY], "token": "tok-123", "max_age": 1,
+                          "spool_dir": str(tmp_path / "s"), "emit_confirm_delay": 0})
     try:
-        wait(lambda: _http_ok(url))
-        import urllib.request
-        import time
-
         def send(body, token="tok-123"):
-            req = urllib.request.Request(url + "/", data=body, method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": "Bearer " + token})
-            try:
-                with urllib.request.urlopen(req, timeout=5) as resp:
-                    return resp.status
-            except urllib.error.HTTPError as exc:
-                return exc.code
-        import urllib.error
+            return wh.post(url + "/", body, headers={"Authorization": "Bearer " + token})[0]
         old = build_body("e", None, None, KEY, ts="10000000000000000", salt="aa")
         assert send(build_body("e", None, None, KEY), token="wrong") == 401
         assert send(build_body("e", None, None, KEY, ts="20000000000000000", salt="bb")) == 200
@@ -264,60 +190,55 @@ def test_bearer_token_and_freshness(plugin, tls, tmp_path):
         harness.stop()
 
 
-def test_restart_emits_stored_events_and_remembers_deliveries(plugin, tls, tmp_path):
+def test_restart_emits_stored_events_and_remembers_deliveries(tls, tmp_path):
     """Stored but unemitted events (consumer stalled) come out after a restart, in order, once."""
-    port = free_port()
+    port = wh.free_port()
     url = "https://127.0.0.1:%d" % port
     # the stalled queue holds one event: with a long confirm delay its mark is never written
     args = base_args(tmp_path, tls, port, emit_confirm_delay=60)
-    harness = Harness(plugin, args)
+    harness = wh.Source(args)
     harness.pause.set()                       # the rulebook takes nothing
     harness.start()
     bodies = [build_body("ev_%02d" % i, i, {"i": i}, KEY) for i in range(30)]
     try:
-        ready(url, tls["ca"])
         for body in bodies:
-            assert post(url + "/", body, tls["ca"])[0] == 200
+            assert wh.post(url + "/", body, tls["ca"])[0] == 200
     finally:
         harness.stop()
     # nothing consumed except possibly the one item the queue (size 1) held
     assert len(harness.events) == 0
-    second = run_source(plugin, args)
+    second = run_source(args)
     try:
-        ready(url, tls["ca"])
         wait(lambda: len(second.events) == 30)
-        counters = healthz(url, tls["ca"])
+        counters = wh.healthz(url, tls["ca"])
         assert counters["recovered"] == 30
         # a redelivery of a stored event after the restart: 200, not emitted again
-        assert post(url + "/", bodies[3], tls["ca"])[0] == 200
-        import time
+        assert wh.post(url + "/", bodies[3], tls["ca"])[0] == 200
         time.sleep(0.3)
     finally:
         second.stop()
     assert [e["payload"]["event"] for e in second.events] == ["ev_%02d" % i for i in range(30)]
-    assert [e["meta"]["delivery_id"] for e in second.events] == [delivery_id_of(b) for b in bodies]
+    assert [e["meta"]["delivery_id"] for e in second.events] == [wh.delivery_id_of(b) for b in bodies]
     spool = tmp_path / "spool"
     assert KEY not in (spool / "spool.log").read_text()
 
 
-def test_torn_spool_tail_is_cut(plugin, tls, tmp_path):
-    port = free_port()
+def test_torn_spool_tail_is_cut(tls, tmp_path):
+    port = wh.free_port()
     url = "https://127.0.0.1:%d" % port
     args = base_args(tmp_path, tls, port)
-    harness = run_source(plugin, args)
+    harness = run_source(args)
     body = build_body("first", 1, None, KEY)
     try:
-        ready(url, tls["ca"])
-        assert post(url + "/", body, tls["ca"])[0] == 200
+        assert wh.post(url + "/", body, tls["ca"])[0] == 200
         wait(lambda: len(harness.events) == 1)
     finally:
         harness.stop()
     with open(tmp_path / "spool" / "spool.log", "ab") as handle:
         handle.write(b"2\tsig-x\tfp\t{\"payload\": {\"ev")       # crash in the middle of a write
-    second = run_source(plugin, args)
+    second = run_source(args)
     try:
-        ready(url, tls["ca"])
-        assert post(url + "/", build_body("second", 1, None, KEY), tls["ca"])[0] == 200
+        assert wh.post(url + "/", build_body("second", 1, None, KEY), tls["ca"])[0] == 200
         wait(lambda: any(e["payload"]["event"] == "second" for e in second.events))
     finally:
         second.stop()
@@ -327,18 +248,17 @@ def test_torn_spool_tail_is_cut(plugin, tls, tmp_path):
     assert [e["payload"]["event"] for e in second.events] == ["second"]
 
 
-def test_spool_rotation(plugin, tls, tmp_path):
-    port = free_port()
+def test_spool_rotation(tls, tmp_path):
+    port = wh.free_port()
     url = "https://127.0.0.1:%d" % port
     args = base_args(tmp_path, tls, port, spool_max_bytes=2000)
-    harness = run_source(plugin, args)
+    harness = run_source(args)
     bodies = [build_body("rot", i, {"i": i}, KEY) for i in range(40)]
     try:
-        ready(url, tls["ca"])
         for body in bodies:
-            assert post(url + "/", body, tls["ca"])[0] == 200
+            assert wh.post(url + "/", body, tls["ca"])[0] == 200
             # emitted and its mark known to the receiver: the next write may rotate
-            wait(lambda: healthz(url, tls["ca"])["backlog"] == 0)
+            wait(lambda: wh.healthz(url, tls["ca"])["backlog"] == 0)
     finally:
         harness.stop()
     spool = tmp_path / "spool"
@@ -346,11 +266,9 @@ def test_spool_rotation(plugin, tls, tmp_path):
     total = sum(len(b) for b in bodies)
     assert os.path.getsize(spool / "spool.log") < total / 2     # older segments were rotated out
     assert len(harness.events) == 40
-    second = run_source(plugin, args)
+    second = run_source(args)
     try:
-        ready(url, tls["ca"])
-        assert post(url + "/", bodies[-1], tls["ca"])[0] == 200      # still known after restart
-        import time
+        assert wh.post(url + "/", bodies[-1], tls["ca"])[0] == 200      # still known after restart
         time.sleep(0.3)
     finally:
         second.stop()
@@ -360,7 +278,7 @@ def test_spool_rotation(plugin, tls, tmp_path):
 def test_documentation_renders_with_ansible_doc(tmp_path):
     """The galaxy-importer reads an event source's DOCUMENTATION with ansible-doc; sanity does not look
     at extensions/, so a YAML slip there (a line ending in ':') would otherwise first show at release."""
-    result = subprocess.run([str(BIN / "ansible-doc"), "-M", str(SOURCE_FILE.parent), "--json", "webhook"],
+    result = subprocess.run([str(BIN / "ansible-doc"), "-M", str(wh.SOURCE_FILE.parent), "--json", "webhook"],
                             capture_output=True, text=True, check=False, env=ansible_env(tmp_path))
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)["webhook"]["doc"]

@@ -4,6 +4,12 @@ Not part of the test run. Usage (from the repository root, a venv with ansible-r
 aiohttp and cryptography first on PATH, a JDK 17 on PATH):
 
     python tests/benchmarks/webhook/bench.py [--burst 20000] [--rate 500] [--seconds 10] [--runs 1]
+                                             [--repo LABEL=PATH ...]
+
+Before/after a change: ``--repo before=/path/to/old-checkout --repo after=. --runs 6`` measures each
+variant of each checkout in turn (before, after, then after, before, ...: interleaved and in
+alternating order, so a drift of the machine's speed and whatever one run leaves behind hit both
+alike) with this one load generator, and ends with a table of medians.
 
 Each variant runs in a fresh ansible-rulebook process (rule action ``none``; a sentinel event
 triggers ``shutdown``) on 127.0.0.1; the load generator is a lean asyncio HTTP/1.1 client with
@@ -40,6 +46,7 @@ import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,9 +54,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "support" / "emulator"))
-from certs import make_tls_files  # noqa: E402
-from webhooks import build_body  # noqa: E402
+sys.path.insert(0, str(REPO / "tests" / "support"))
+import webhook_harness as wh  # noqa: E402  (tests/support: TLS material, signed bodies, collection trees)
 
 KEY = "bench-hmac-key-0123456789abcdef0123"
 
@@ -72,12 +78,6 @@ RULES = """
       action:
         none: {}
 """
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _children(pid):
@@ -148,7 +148,7 @@ def make_request(port, body, extra_headers=b""):
 class Variant:
     def __init__(self, name, workdir, tls, builtin, env):
         self.name, self.workdir, self.tls, self.builtin, self.env = name, Path(workdir), tls, builtin, env
-        self.port = free_port()
+        self.port = wh.free_port()
         self.ctx = ssl.create_default_context(cafile=tls["ca"]) if (tls and not builtin and name.endswith("https")) else None
         self.counter = 0
 
@@ -169,15 +169,15 @@ class Variant:
     def body_request(self, stop=False):
         self.counter += 1
         if stop:
-            body = build_body("bench_stop", None, {}, KEY)
+            body = wh.signed(KEY, "bench_stop", None, {})
             payload = json.loads(body)
             payload["stop"] = True
             # the stop flag is outside the signed string, so the signature stays valid
             body = json.dumps(payload, separators=(",", ":")).encode()
         else:
-            body = build_body("migration_status", 100000 + self.counter,
-                              {"migration-id": self.counter, "state": "migration-running",
-                               "remote-host": "src%d.example" % (self.counter % 50)}, KEY)
+            body = wh.signed(KEY, "migration_status", 100000 + self.counter,
+                             {"migration-id": self.counter, "state": "migration-running",
+                              "remote-host": "src%d.example" % (self.counter % 50)})
         extra = b""
         if self.builtin:
             extra = b"X-Hub-Signature-256: sha256=%s\r\n" % hmac.new(KEY.encode(), body, hashlib.sha256).hexdigest().encode()
@@ -315,39 +315,11 @@ def run_variant(variant, args):
     return result
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--burst", type=int, default=20000)
-    parser.add_argument("--rate", type=float, default=500)
-    parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--variants", default="wpcloud-https,wpcloud-http,builtin-hmac-http")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    args = parser.parse_args()
-    if not shutil.which("ansible-rulebook") or not shutil.which("java"):
-        sys.exit("ansible-rulebook (venv bin first on PATH) and java are required")
-    workdir = Path(tempfile.mkdtemp(prefix="wpcloud-webhook-bench-"))
-    tree = workdir / "collections" / "ansible_collections" / "wpcloud"
-    tree.mkdir(parents=True)
-    (tree / "hosting").symlink_to(REPO, target_is_directory=True)
-    (workdir / "tls").mkdir()
-    ca, cert, key = make_tls_files(str(workdir / "tls"))
-    tls = {"ca": ca, "cert": cert, "key": key}
-    (workdir / "wrapper.py").write_text(WRAPPER)
-    (workdir / "inventory.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(workdir / "collections"), ANSIBLE_HOME=str(workdir / ".ansible"),
-               WPCLOUD_WEBHOOK_HMAC_KEYS=KEY)
-    results = []
-    for run in range(args.runs):
-        for name in args.variants.split(","):
-            variant = Variant(name + ("" if args.runs == 1 else "-%d" % run), workdir, tls,
-                              name.startswith("builtin"), env)
-            variant.name = name if args.runs == 1 else variant.name
-            if not variant.builtin and name.endswith("https"):
-                variant.ctx = ssl.create_default_context(cafile=tls["ca"])
-            sys.stderr.write("running %s ...\n" % variant.name)
-            results.append(run_variant(variant, args))
-            sys.stderr.write(json.dumps(results[-1]) + "\n")
+COLUMNS = ("burst_acked_per_s", "p50_ms", "p99_ms", "e2e_per_s", "rss_base_mb", "rss_growth_mb",
+           "receiver_cpu_ms", "loadavg")
+
+
+def print_table(results, args):
     print("| variant | burst acked events/s | p50 ms @%d/s | p99 ms @%d/s | end-to-end events/s | "
           "all acked processed | RSS base MB | RSS growth MB | CPU ms/ack during burst | load avg |"
           % (args.rate, args.rate))
@@ -357,6 +329,73 @@ def main():
             r["variant"], r["burst_acked_per_s"], r["p50_ms"], r["p99_ms"], r["e2e_per_s"],
             "yes" if r["all_processed"] else "NO", r["events_processed"], r["events_acked"],
             r["rss_base_mb"], r["rss_growth_mb"], r["receiver_cpu_ms"], r["loadavg"]))
+
+
+def print_medians(results, args):
+    """One row per variant and checkout: the median of its runs, and how many runs processed all."""
+    groups = {}
+    for r in results:
+        groups.setdefault(r["group"], []).append(r)
+    print()
+    print("Medians of %d run(s) each (runs interleaved):" % args.runs)
+    print()
+    print("| variant | runs | burst acked events/s | p50 ms @%d/s | p99 ms @%d/s | end-to-end events/s | "
+          "all acked processed | RSS base MB | RSS growth MB | CPU ms/ack during burst | load avg |"
+          % (args.rate, args.rate))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for group, rows in groups.items():
+        med = {c: statistics.median(r[c] for r in rows) for c in COLUMNS}
+        print("| %s | %d | %.0f | %.2f | %.2f | %.0f | %d of %d | %.0f | %.1f | %.3f | %.1f |" % (
+            group, len(rows), med["burst_acked_per_s"], med["p50_ms"], med["p99_ms"], med["e2e_per_s"],
+            sum(1 for r in rows if r["all_processed"]), len(rows), med["rss_base_mb"], med["rss_growth_mb"],
+            med["receiver_cpu_ms"], med["loadavg"]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--burst", type=int, default=20000)
+    parser.add_argument("--rate", type=float, default=500)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--variants", default="wpcloud-https,wpcloud-http,builtin-hmac-http")
+    parser.add_argument("--repo", action="append", default=[], metavar="LABEL=PATH",
+                        help="a checkout of the collection to measure (repeat to compare; default: this one)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    if not shutil.which("ansible-rulebook") or not shutil.which("java"):
+        sys.exit("ansible-rulebook (venv bin first on PATH) and java are required")
+    repos = [tuple(item.split("=", 1)) for item in args.repo] or [("", str(REPO))]
+    workdir = Path(tempfile.mkdtemp(prefix="wpcloud-webhook-bench-"))
+    tls = wh.tls(workdir / "tls")
+    (workdir / "wrapper.py").write_text(WRAPPER)
+    (workdir / "inventory.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    envs = {}
+    for label, path in repos:
+        tree = wh.collection_tree(workdir, repo=Path(path).resolve(), name="collections-" + (label or "this"))
+        envs[label] = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tree), ANSIBLE_HOME=str(workdir / ".ansible"),
+                           WPCLOUD_WEBHOOK_HMAC_KEYS=KEY)
+    results = []
+    for run in range(args.runs):
+        # A B, then B A: neither checkout always runs right after the other (what a run leaves
+        # behind, the machine's drift) - give an even --runs
+        order = repos if run % 2 == 0 else repos[::-1]
+        for name in args.variants.split(","):
+            for label, _path in order:
+                if name.startswith("builtin") and label != order[0][0]:
+                    continue                      # ansible-rulebook's own source: the same in every checkout
+                group = name + ("@" + label if label and not name.startswith("builtin") else "")
+                variant = Variant(group, workdir, tls, name.startswith("builtin"), envs[label])
+                if not variant.builtin and name.endswith("https"):
+                    variant.ctx = ssl.create_default_context(cafile=tls["ca"])
+                variant.name = group if args.runs == 1 else "%s-%d" % (group, run + 1)
+                sys.stderr.write("running %s ...\n" % variant.name)
+                result = run_variant(variant, args)
+                result["group"] = group
+                results.append(result)
+                sys.stderr.write(json.dumps(results[-1]) + "\n")
+    print_table(results, args)
+    if args.runs > 1:
+        print_medians(results, args)
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
     else:

@@ -17,15 +17,10 @@ import requests
 
 import server
 from launcher import start_emulator
-from certs import make_tls_files
+from webhook_harness import ref_digest, tls
 
 ADMIN_PASS = "Adm1n-pass-canary-7f3e9d"
 FIELDS = {"admin_user": "site-admin", "admin_email": "admin@example.org"}
-
-
-def ref_digest(key, event, ts, salt):
-    """The spec's signature, computed here with hmac (never with the code under test)."""
-    return hmac.new(key.encode(), ("%s:%s:%s" % (event, ts, salt)).encode(), hashlib.sha256).hexdigest()
 
 
 def call(emu, method, path, data=None, session=None):
@@ -410,7 +405,8 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 
 def test_site_provisioned_webhook_is_sent_once_when_ready_and_signed(tmp_path):
-    ca, cert, key = make_tls_files(str(tmp_path))
+    files = tls(tmp_path / "tls")
+    ca, cert, key = files["ca"], files["cert"], files["key"]
     received = []
     handler = type("Receiver", (_Receiver,), {"received": received})
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

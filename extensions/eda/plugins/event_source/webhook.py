@@ -22,8 +22,10 @@ description:
   - The HTTPS listener runs in a child process of the rulebook (same Python), so acknowledging
     deliveries never waits for the rule engine; the child ends with the rulebook. The keys reach
     it through a pipe, never through the command line or the environment.
-  - Each event carries a stable delivery id in C(meta.delivery_id) (derived from the signature's
-    timestamp and salt, or from the SHA-256 of the body when unsigned). A redelivery of a stored
+  - Each event carries a stable delivery id in C(meta.delivery_id), C(sig-) and the first 32 hex
+    digits of the SHA-256 of C({signature.timestamp}:{signature.salt}) (the C(delivery_id) the
+    C(wpcloud.hosting.webhook_verify) filter returns), or, for an unsigned delivery, C(body-) and the
+    first 32 hex digits of the SHA-256 of the body. A redelivery of a stored
     event (the service retries up to two more times after a non-200 answer) is answered 200 and
     not emitted again. The same signature with a different body is answered 409 and never emitted
     (the signature does not cover C(data) or C(atomic_site_id)).
@@ -169,9 +171,24 @@ EXAMPLES = r"""
           name: wpcloud.hosting.on_site_provisioned
 """
 
+# The plugin is one file, as Event-Driven Ansible requires. Its two halves run in two processes:
+#
+#   rulebook side (section 4: main(), Emitter, ReceiverProcess), inside ansible-rulebook: checks the
+#       options, starts the receiver, reads stored events from the spool and hands them to the
+#       rulebook queue in order, and records what it handed over (emitted.log);
+#   receiver process (section 3: Receiver, SpoolWriter), a child started with --receiver: HTTPS,
+#       the request checks (aiohttp middlewares, one per check), the duplicate memory and the
+#       durable spool. It never waits for the rule engine.
+#
+# They share only what section 2 defines: the options, the spool's file format (the seam between
+# "stored" and "emitted") and the pipe messages. Signature, key and delivery-id rules come from
+# plugins/module_utils/_webhook_signature.py, duplicate and freshness rules from _webhook_replay.py,
+# the same code the webhook_verify filter uses (section 1).
+
 import asyncio
 import hashlib
 import hmac
+import importlib
 import importlib.util
 import json
 import logging
@@ -182,7 +199,7 @@ import ssl
 import sys
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import deque
 from datetime import datetime, timezone
 from typing import Any
 
@@ -195,10 +212,37 @@ from aiohttp import web
 
 logger = logging.getLogger(__name__)
 
+
+# =============================================================================================
+# 1. The collection's shared code
+# =============================================================================================
+def _load_module_util(name: str):
+    """plugins/module_utils/<name>.py of this collection.
+
+    ansible-rulebook runs source plugins with runpy and does not install Ansible's collection
+    loader, so ``ansible_collections.wpcloud.hosting...`` is usually not importable here. The
+    file is loaded by its path in the (fixed) collection layout; the import is a fallback. The
+    files loaded this way import nothing from each other.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "plugins", "module_utils", name + ".py"))
+    if os.path.isfile(path):
+        spec = importlib.util.spec_from_file_location("_wpcloud_hosting" + name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module("ansible_collections.wpcloud.hosting.plugins.module_utils." + name)
+
+
+sig = _load_module_util("_webhook_signature")       # verification, keys, delivery ids, fingerprints
+replay = _load_module_util("_webhook_replay")       # duplicate rule and memory, freshness window
+
+
+# =============================================================================================
+# 2. Both sides: options and keys, the spool's file format, the pipe between the processes
+# =============================================================================================
 ENV_KEYS = ("WPCLOUD_WEBHOOK_HMAC_KEYS", "WPCLOUD_WEBHOOK_HMAC_KEY")
 ENV_SPOOL = "WPCLOUD_WEBHOOK_SPOOL_DIR"
-_HIDDEN_HEADER = re.compile(r"auth|cookie|token|secret|signature|api-key|apikey|hmac|password", re.I)
-_UNSIGNED_PREFIX = "body-"
 # Bounds against slow or idle clients (slowloris): the TLS handshake, a request's headers (and the
 # idle time between two requests of a connection) and its body each get this many seconds. A valid
 # delivery is a small JSON body sent at once; the service retries a delivery that failed.
@@ -207,71 +251,100 @@ REQUEST_DEADLINE = 10.0
 MAX_CONNECTIONS = 512
 
 
-def _load_signature_module():
-    """The collection's one verification code, plugins/module_utils/_webhook_signature.py.
-
-    ansible-rulebook runs source plugins with runpy and does not install Ansible's collection
-    loader, so ``ansible_collections.wpcloud.hosting...`` is usually not importable here. The
-    file is loaded by its path in the (fixed) collection layout; the import is a fallback.
-    """
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.normpath(os.path.join(here, "..", "..", "..", "..", "plugins",
-                                         "module_utils", "_webhook_signature.py"))
-    if os.path.isfile(path):
-        spec = importlib.util.spec_from_file_location("_wpcloud_hosting_webhook_signature", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    from ansible_collections.wpcloud.hosting.plugins.module_utils import (  # noqa: E501 pylint: disable=import-outside-toplevel
-        _webhook_signature as module,
-    )
-    return module
-
-
-sig = _load_signature_module()
-
-
 def _bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on", "y")
     return bool(value)
 
 
-def _keys_from_file(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as handle:
-        lines = [line.strip() for line in handle]
-    return [line for line in lines if line and not line.startswith("#")]
+def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Drop options rendered empty by a rulebook ("{{ var | default('') }}" means not set)."""
+    out = {}
+    for name, value in (args or {}).items():
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        out[name] = value
+    try:
+        if "max_age" in out and float(out["max_age"]) <= 0:
+            del out["max_age"]
+    except (TypeError, ValueError):
+        raise ValueError("max_age must be a number of seconds, got %r" % out["max_age"]) from None
+    return out
 
 
-_KEY_RULE = ("A webhook_hmac_key must have at least %d characters, %d of them distinct, and no surrounding "
-             "spaces, as wpcloud.hosting.client_meta requires when it sets one. Generate one with: "
-             "openssl rand -hex 32" % (sig.MIN_KEY_LENGTH, sig.MIN_KEY_DISTINCT))
+def _check_args(args: dict[str, Any]) -> None:
+    """Refuse bad options with a message that names the option and the rule, before anything starts."""
+    def number(name, kind, low, rule):
+        if name not in args:
+            return
+        try:
+            value = kind(args[name])
+        except (TypeError, ValueError):
+            raise ValueError("%s must be %s, got %r" % (name, rule, args[name])) from None
+        if isinstance(args[name], bool) or value < low:
+            raise ValueError("%s must be %s, got %r" % (name, rule, args[name]))
+    if "port" not in args:
+        raise ValueError("Missing required argument: port")
+    number("port", int, 1, "an integer from 1 to 65535")
+    if int(args["port"]) > 65535:
+        raise ValueError("port must be an integer from 1 to 65535, got %r" % args["port"])
+    number("max_body_size", int, 1, "a positive number of bytes")
+    number("spool_max_bytes", int, 1, "a positive number of bytes")
+    number("dedupe_size", int, 1, "a positive integer")
+    number("max_age", float, 0, "a number of seconds")
+    number("emit_confirm_delay", float, 0, "a number of seconds")
+    for name in ("certfile", "keyfile", "cafile", "hmac_secret_file"):
+        if name in args and not os.path.isfile(str(args[name])):
+            raise ValueError("%s must be a readable file; %s does not exist or is not a file" % (name, args[name]))
+    if "capath" in args and not os.path.isdir(str(args["capath"])):
+        raise ValueError("capath must be a directory; %s is not one" % args["capath"])
+    if "spool_dir" in args and os.path.exists(str(args["spool_dir"])) and not os.path.isdir(str(args["spool_dir"])):
+        raise ValueError("spool_dir must be a directory; %s exists and is not one" % args["spool_dir"])
+    if "certfile" in args:
+        try:
+            _ssl_context(args)
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError("certfile and keyfile could not be loaded as a certificate and its private key "
+                             "(%s): check that keyfile belongs to certfile and password opens it"
+                             % exc.__class__.__name__) from None
 
 
-def _weak_keys(keys: list[str]) -> str:
-    """Names the weak keys by position (never by value), or '' when all are strong."""
-    weak = [str(index + 1) for index, key in enumerate(keys) if not sig.key_is_strong(key)]
-    if not weak:
-        return ""
-    return "key %s of %d is" % (weak[0], len(keys)) if len(weak) == 1 else \
-        "keys %s of %d are" % (", ".join(weak), len(keys))
+def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
+    certfile = args.get("certfile")
+    if not certfile:
+        if _bool(args.get("allow_insecure_http", False)):
+            return None
+        raise ValueError("certfile is required (HTTPS); set allow_insecure_http: true only behind a TLS proxy")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile, args.get("keyfile"), args.get("password"))
+    if args.get("cafile") or args.get("capath"):
+        context.load_verify_locations(args.get("cafile"), args.get("capath"))
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
 
 
 def _keys_from_args(args: dict[str, Any]) -> list[str]:
+    """The active keys: hmac_secret (a list or a comma-separated string), else the keys of
+    hmac_secret_file, else WPCLOUD_WEBHOOK_HMAC_KEYS / WPCLOUD_WEBHOOK_HMAC_KEY."""
     raw = args.get("hmac_secret")
     if isinstance(raw, str) and not raw.strip():
         raw = None  # "{{ var | default('') }}" in a rulebook: fall back to the file, then the environment
     if raw is None and args.get("hmac_secret_file"):
-        return _keys_from_file(str(args["hmac_secret_file"]))
+        return sig.read_key_file(str(args["hmac_secret_file"]))
     if raw is None:
-        for name in ENV_KEYS:
-            if os.environ.get(name):
-                raw = os.environ[name]
-                break
-    if raw is None:
-        return []
-    items = raw.split(",") if isinstance(raw, str) else list(raw)
-    return [str(item).strip() for item in items if item is not None and str(item).strip()]
+        raw = next((os.environ[name] for name in ENV_KEYS if os.environ.get(name)), None)
+    return sig.parse_keys(raw, split_commas=True)
+
+
+def _check_keys(keys: list[str], allow_unsigned: bool) -> None:
+    if not keys and not allow_unsigned:
+        raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
+                         "set allow_unsigned: true to accept unsigned deliveries")
+    weak = sig.weak_keys(keys)
+    if weak:
+        raise ValueError("hmac_secret (or hmac_secret_file, WPCLOUD_WEBHOOK_HMAC_KEYS): %s too weak. %s"
+                         % (weak, sig.KEY_RULE))
 
 
 def _default_spool_dir(port: Any) -> str:
@@ -281,30 +354,29 @@ def _default_spool_dir(port: Any) -> str:
     return os.path.join(base, "wpcloud.hosting", "webhook-%s" % port)
 
 
-def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+# The spool directory. spool.log: one record per stored event, appended and synced before the 200
+# ("seq<TAB>delivery_id<TAB>body fingerprint<TAB>event JSON<LF>"); spool.log.1: the previous
+# segment; emitted.log: one line per mark, the highest seq handed to the rulebook (and confirmed);
+# lock: held by the one receiver of the directory. Written by the receiver (spool.log, lock) and by
+# the rulebook side (emitted.log); read by both.
+SPOOL_FILE = "spool.log"
+OLD_SPOOL_FILE = SPOOL_FILE + ".1"
+EMITTED_FILE = "emitted.log"
+LOCK_FILE = "lock"
 
 
-def _sync(fd: int) -> None:
-    if hasattr(os, "fdatasync"):
-        os.fdatasync(fd)
-    else:  # pragma: no cover
-        os.fsync(fd)
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _record(seq: int, delivery_id: str, fingerprint: str, event: dict) -> bytes:
+    return b"%d\t%s\t%s\t%s\n" % (seq, delivery_id.encode(), fingerprint.encode(),
+                                  json.dumps(event, separators=(",", ":")).encode("utf-8"))
 
 
 def _read_records(path: str, start: int = 0, end: int | None = None, limit: int | None = None,
                   window: int | None = None):
     """Complete records of a spool file: (seq, delivery_id, fingerprint, end_offset, event bytes).
 
-    ``window`` bounds the bytes read (a record larger than it is read whole on its own).
+    ``window`` bounds the bytes read (a record larger than it is read whole on its own). A record
+    without its newline (a write cut by a crash) ends the list; the offset returned is where the
+    complete records end.
     """
     size = -1 if end is None else max(0, end - start)
     try:
@@ -329,27 +401,61 @@ def _read_records(path: str, start: int = 0, end: int | None = None, limit: int 
     return records, start + pos
 
 
-# ---------------------------------------------------------------------------------------------
-# Receiver process: HTTP, verification, duplicate memory, spool writes with grouped fsync.
+def _sync(fd: int) -> None:
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:  # pragma: no cover
+        os.fsync(fd)
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# The pipe between the two processes, one line per message.
+#   rulebook -> receiver (the receiver's stdin): the config as one JSON line; then "M <seq>": every
+#       event up to seq was emitted and its mark recorded (the spool may rotate past it). EOF: stop.
+#   receiver -> rulebook (its stdout): "READY <seq> <offset>" (listening; the spool is durable up to
+#       there) or "E <JSON message>" (it could not start); then "D <seq> <offset>" (durable up to
+#       there) and "R" (spool.log was renamed to spool.log.1).
+MSG_READY = b"READY "
+MSG_ERROR = b"E "
+MSG_DURABLE = b"D "
+MSG_ROTATED = b"R"
+MSG_MARKED = b"M "
+
+
+# =============================================================================================
+# 3. Receiver process: HTTP, the request checks, duplicate memory, spool writes with grouped fsync.
 # It runs in its own process so that acknowledging deliveries never waits for the rule engine,
 # which shares the rulebook's event loop and Python thread.
-# ---------------------------------------------------------------------------------------------
+# =============================================================================================
+_HIDDEN_HEADER = re.compile(r"auth|cookie|token|secret|signature|api-key|apikey|hmac|password", re.I)
+
+
 class SpoolWriter:
-    """Append-only ``spool.log`` (``seq<TAB>delivery_id<TAB>fingerprint<TAB>event json``) with group commit."""
+    """Append-only spool.log with group commit, and the memory of the deliveries it holds.
+
+    Requests that arrive together share one write and one fsync. The duplicate memory (delivery id
+    -> body fingerprint) is rebuilt from the two spool segments when the receiver starts.
+    """
 
     def __init__(self, directory: str, max_bytes: int, dedupe_size: int, notify) -> None:
         self.dir = directory
-        self.path = os.path.join(directory, "spool.log")
-        self.old_path = self.path + ".1"
+        self.path = os.path.join(directory, SPOOL_FILE)
+        self.old_path = os.path.join(directory, OLD_SPOOL_FILE)
         self.max_bytes = max_bytes
-        self.dedupe_size = dedupe_size
-        self.notify = notify                      # Notifier: progress messages to the parent
-        self.seen: OrderedDict[str, str] = OrderedDict()
+        self.notify = notify                      # Notifier: progress messages to the rulebook side
+        self.memory = replay.DedupeMemory(dedupe_size)
         self.inflight: dict[str, tuple[str, asyncio.Future]] = {}
         self.next_seq = 1
         self.durable_seq = 0
         self.durable_offset = 0
-        self.marked_seq = 0                       # told by the parent: emitted and confirmed
+        self.marked_seq = 0                       # told by the rulebook side: emitted and confirmed
         self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0, "fsyncs": 0}
         self._fd = -1
         self._lock_fd = -1
@@ -358,7 +464,7 @@ class SpoolWriter:
 
     def open(self, lock_timeout: float = 15.0) -> None:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        self._lock_fd = os.open(os.path.join(self.dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        self._lock_fd = os.open(os.path.join(self.dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
         if fcntl is not None:
             deadline = time.monotonic() + lock_timeout   # a previous receiver may still be exiting
             while True:
@@ -371,11 +477,11 @@ class SpoolWriter:
                     time.sleep(0.1)
         max_seq = 0
         for seq, delivery_id, fingerprint, _end, _event in _read_records(self.old_path)[0]:
-            self._remember(delivery_id, fingerprint)
+            self.memory.remember(delivery_id, fingerprint)
             max_seq = max(max_seq, seq)
         records, good = _read_records(self.path)
         for seq, delivery_id, fingerprint, _end, _event in records:
-            self._remember(delivery_id, fingerprint)
+            self.memory.remember(delivery_id, fingerprint)
             max_seq = max(max_seq, seq)
         size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
         if good < size:
@@ -392,30 +498,22 @@ class SpoolWriter:
         self.durable_seq = max_seq
         self.durable_offset = good
 
-    def _remember(self, delivery_id: str, fingerprint: str) -> None:
-        self.seen[delivery_id] = fingerprint
-        self.seen.move_to_end(delivery_id)
-        while len(self.seen) > self.dedupe_size:
-            self.seen.popitem(last=False)
-
-    def lookup(self, delivery_id: str):
-        """(fingerprint, future or None) of a known delivery, or None."""
-        if delivery_id in self.inflight:
-            return self.inflight[delivery_id]
-        if delivery_id in self.seen:
-            return self.seen[delivery_id], None
-        return None
+    def check(self, delivery_id: str, fingerprint: str):
+        """(answer, pending): ``new``, or ``duplicate``/``conflict`` by the one duplicate rule;
+        ``pending`` is the future of a store of that delivery still in flight (else None)."""
+        inflight = self.inflight.get(delivery_id)
+        if inflight is not None:
+            return replay.judge(inflight[0], fingerprint), inflight[1]
+        return self.memory.check(delivery_id, fingerprint), None
 
     async def store(self, delivery_id: str, fingerprint: str, event: dict) -> None:
         """Return once the event is on disk (fsync); raise on a storage error."""
         loop = asyncio.get_running_loop()
         seq = self.next_seq
         self.next_seq += 1
-        line = b"%d\t%s\t%s\t%s\n" % (seq, delivery_id.encode(), fingerprint.encode(),
-                                      json.dumps(event, separators=(",", ":")).encode("utf-8"))
         future = loop.create_future()
         self.inflight[delivery_id] = (fingerprint, future)
-        self._pending.append((seq, line, delivery_id, fingerprint, future))
+        self._pending.append((seq, _record(seq, delivery_id, fingerprint, event), delivery_id, fingerprint, future))
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_loop())
         try:
@@ -441,7 +539,7 @@ class SpoolWriter:
                 continue
             self.stats["fsyncs"] += 1
             for _seq, _line, delivery_id, fingerprint, _future in batch:
-                self._remember(delivery_id, fingerprint)
+                self.memory.remember(delivery_id, fingerprint)
             self.durable_seq = batch[-1][0]
             self.durable_offset += len(data)
             self.stats["stored"] += len(batch)
@@ -471,7 +569,16 @@ class SpoolWriter:
         _sync_dir(self.dir)
         self.durable_offset = 0
 
-    def close(self) -> None:
+    async def close(self, timeout: float = 5.0) -> None:
+        """After the listener stopped: let a write in flight finish its fsync, then close the files."""
+        if self._writer is not None:
+            try:
+                await asyncio.wait_for(self._writer, timeout)
+            except Exception:  # pylint: disable=broad-except
+                pass
+        self.close_files()
+
+    def close_files(self) -> None:
         for fd in (self._fd, self._lock_fd):
             if fd >= 0:
                 try:
@@ -481,29 +588,246 @@ class SpoolWriter:
         self._fd = self._lock_fd = -1
 
 
+_UUID_NAMESPACE = uuid.NAMESPACE_URL.bytes
+
+
+def _event_uuid(delivery_id: str) -> str:
+    """``str(uuid.uuid5(uuid.NAMESPACE_URL, "wpcloud-webhook:" + delivery_id))``, the event's
+    ``meta.uuid``, computed without the uuid module's checks (a third of the time, same value)."""
+    digest = bytearray(hashlib.sha1(_UUID_NAMESPACE + b"wpcloud-webhook:" + delivery_id.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50        # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80        # RFC 4122 variant
+    text = digest.hex()
+    return "%s-%s-%s-%s-%s" % (text[:8], text[8:12], text[12:16], text[16:20], text[20:])
+
+
+class Delivery:
+    """What the request checks learn about one delivery, kept on the request (``request[DELIVERY]``)."""
+
+    __slots__ = ("body", "payload", "delivery_id", "fingerprint", "signature", "timestamp", "key_index", "stored")
+
+    def __init__(self, body: bytes, payload: dict) -> None:
+        self.body = body
+        self.payload = payload
+        self.delivery_id = ""
+        self.fingerprint = ""
+        self.signature: dict[str, Any] = {"verified": False}
+        self.timestamp = None
+        self.key_index = None
+        self.stored = False
+
+
+DELIVERY = web.RequestKey("wpcloud_delivery", Delivery) if hasattr(web, "RequestKey") else "wpcloud_delivery"
+
+
 def _media_type(value: str | None) -> str:
     return (value or "").split(";", 1)[0].strip().lower()
 
 
-class Receiver:
-    """Request handling of the receiver process."""
+def _chained(middleware, handler):
+    """``middleware(request, handler)`` as a handler of its own, as aiohttp chains middlewares."""
+    def chained(request):
+        return middleware(request, handler)
+    return chained
 
-    def __init__(self, args: dict[str, Any], spool: SpoolWriter, keys: list[str]) -> None:
+
+class Receiver:
+    """The receiver's HTTP side: a delivery (a POST to any path) passes the checks below in this
+    order, each an aiohttp middleware; the first that fails answers. Then :meth:`store` spools it.
+
+    ===================  ==============================================================  ======
+    check                refuses                                                         status
+    ===================  ==============================================================  ======
+    check_size           a Content-Length above max_body_size                            413
+    check_token          (with ``token``) a missing or wrong ``Authorization: Bearer``   401
+    check_content_type   a content type other than content_types                         415
+    read_json            a body above max_body_size or not sent within REQUEST_DEADLINE  413/408
+                         a body that is not a JSON object (or is nested too deeply)      400
+    verify_signature     (with keys) a missing, malformed or wrong signature             401
+    drop_duplicates      a known delivery id: same body 200 (not stored again),          200/409
+                         another body 409
+    check_freshness      (with ``max_age``) a signature older than the window            401
+    ===================  ==============================================================  ======
+
+    aiohttp applies an application's middlewares to every route, and looks the chain up for each
+    request; these checks belong to the delivery route only (``GET /healthz`` has none), so
+    :meth:`app` composes them around that route's handler once, at start.
+    """
+
+    def __init__(self, args: dict[str, Any], spool: SpoolWriter, keys: list[str], recovered: int = 0) -> None:
         self.spool = spool
         self.keys = keys
-        self.token = args.get("token")
+        self.recovered = recovered
+        self.token = str(args["token"]).encode() if args.get("token") is not None else None
         self.max_body = int(args.get("max_body_size", 1048576))
         types = args.get("content_types") or ["application/json"]
         if isinstance(types, str):
             types = [t.strip() for t in types.split(",")]
         self.content_types = {t.lower() for t in types}
         max_age = args.get("max_age")
-        self.freshness = sig.FreshnessWindow(float(max_age)) if max_age else None
+        self.freshness = replay.FreshnessWindow(float(max_age)) if max_age else None
         # Stored deliveries per matching key position: a key rotation checks that the new key (0) is in use.
         self.verified_by_key = [0] * len(keys)
         self.keys_file = args.get("hmac_secret_file")
         self._keys_mtime = os.stat(self.keys_file).st_mtime_ns if self.keys_file else None
         self._keys_checked = time.monotonic()
+        self._deliver = self.store
+
+    def checks(self) -> list:
+        """The middlewares of a delivery, outermost first (options that are not set add none)."""
+        checks = [self.check_size]
+        if self.token is not None:
+            checks.append(self.check_token)
+        checks += [self.check_content_type, self.read_json, self.verify_signature, self.drop_duplicates]
+        if self.freshness is not None:
+            checks.append(self.check_freshness)
+        return checks
+
+    def app(self) -> web.Application:
+        handler = self.store
+        for check in reversed(self.checks()):
+            handler = _chained(check, handler)
+        self._deliver = handler
+        app = web.Application(client_max_size=self.max_body)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_post(r"/{endpoint:.*}", self.deliver)
+        return app
+
+    async def deliver(self, request: web.Request) -> web.StreamResponse:
+        """The delivery route's handler: the checks, then :meth:`store`."""
+        return await self._deliver(request)
+
+    # -- answers ---------------------------------------------------------------------------
+    @staticmethod
+    def _reply(status: int, text: str) -> web.Response:
+        return web.Response(status=status, text=text + "\n")
+
+    def _reject(self, status: int, text: str) -> web.Response:
+        self.spool.stats["rejected"] += 1
+        return self._reply(status, text)
+
+    # -- the checks, outermost first -------------------------------------------------------
+    @web.middleware
+    async def check_size(self, request: web.Request, handler) -> web.StreamResponse:
+        if request.content_length is not None and request.content_length > self.max_body:
+            return self._reject(413, "body too large")
+        return await handler(request)
+
+    @web.middleware
+    async def check_token(self, request: web.Request, handler) -> web.StreamResponse:
+        scheme, _sep, value = request.headers.get("Authorization", "").partition(" ")
+        if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
+            return self._reject(401, "invalid authorization")
+        return await handler(request)
+
+    @web.middleware
+    async def check_content_type(self, request: web.Request, handler) -> web.StreamResponse:
+        media = _media_type(request.headers.get("Content-Type"))
+        if media not in self.content_types and not (media.endswith("+json")
+                                                    and "application/json" in self.content_types):
+            return self._reject(415, "content type must be application/json")
+        return await handler(request)
+
+    @web.middleware
+    async def read_json(self, request: web.Request, handler) -> web.StreamResponse:
+        try:
+            body = await asyncio.wait_for(request.read(), REQUEST_DEADLINE)
+        except web.HTTPRequestEntityTooLarge:
+            return self._reject(413, "body too large")
+        except asyncio.TimeoutError:
+            response = self._reject(408, "request body not received within %gs" % REQUEST_DEADLINE)
+            response.force_close()
+            return response
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):    # RecursionError: nested too deeply
+            return self._reject(400, "body is not valid JSON")
+        if not isinstance(payload, dict):
+            return self._reject(400, "body is not a JSON object")
+        request[DELIVERY] = Delivery(body, payload)
+        return await handler(request)
+
+    @web.middleware
+    async def verify_signature(self, request: web.Request, handler) -> web.StreamResponse:
+        delivery = request[DELIVERY]
+        self._reload_keys()
+        if not self.keys:        # allow_unsigned without a key
+            delivery.delivery_id = sig.unsigned_delivery_id(delivery.body)
+            delivery.fingerprint = sig.body_fingerprint(delivery.body)
+            return await handler(request)
+        result = sig.verify_signature(sig.exact_payload(delivery.body, delivery.payload), self.keys)
+        if not result.valid:
+            logger.warning("wpcloud.hosting.webhook: rejected delivery (%s) for event %r", result.reason, result.event)
+            return self._reject(401, "signature %s" % result.reason)
+        delivery.fingerprint = sig.body_fingerprint(delivery.body)
+        delivery.delivery_id = result.delivery_id
+        delivery.timestamp = result.timestamp
+        delivery.key_index = result.key_index
+        delivery.signature = {"verified": True, "key_index": result.key_index, "location": result.location}
+        keys = self.keys
+        response = await handler(request)
+        if delivery.stored and keys is self.keys:       # not counted across a key reload
+            self.verified_by_key[result.key_index] += 1
+        return response
+
+    @web.middleware
+    async def drop_duplicates(self, request: web.Request, handler) -> web.StreamResponse:
+        delivery = request[DELIVERY]
+        answer, pending = self.spool.check(delivery.delivery_id, delivery.fingerprint)
+        if answer == replay.NEW:
+            return await handler(request)
+        if answer == replay.CONFLICT:
+            self.spool.stats["conflicts"] += 1
+            logger.warning("wpcloud.hosting.webhook: signature reused with another body (%s)", delivery.delivery_id)
+            return self._reply(409, "signature already used for another body")
+        if pending is not None:         # the first copy is still being stored: answer as it will be
+            try:
+                await asyncio.shield(pending)
+            except Exception:  # pylint: disable=broad-except
+                return self._reply(503, "not stored")
+        self.spool.stats["duplicates"] += 1
+        return self._reply(200, "OK (duplicate)")
+
+    @web.middleware
+    async def check_freshness(self, request: web.Request, handler) -> web.StreamResponse:
+        delivery = request[DELIVERY]
+        if self.freshness.is_stale(delivery.timestamp):
+            return self._reject(401, "signature stale")
+        response = await handler(request)
+        if delivery.stored:
+            self.freshness.observe(delivery.timestamp)
+        return response
+
+    # -- handlers --------------------------------------------------------------------------
+    async def store(self, request: web.Request) -> web.Response:
+        """A delivery that passed every check: answered 200 once it is durably spooled."""
+        delivery = request[DELIVERY]
+        headers = {k: v for k, v in request.headers.items() if not _HIDDEN_HEADER.search(k)}
+        event = {
+            "payload": delivery.payload,
+            "meta": {
+                "endpoint": request.match_info.get("endpoint", ""),
+                "headers": headers,
+                "delivery_id": delivery.delivery_id,
+                "signature": delivery.signature,
+                "received_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+                "uuid": _event_uuid(delivery.delivery_id),
+            },
+        }
+        try:
+            await self.spool.store(delivery.delivery_id, delivery.fingerprint, event)
+        except Exception:  # pylint: disable=broad-except
+            return self._reply(503, "could not store the event")
+        delivery.stored = True
+        return self._reply(200, "OK")
+
+    async def healthz(self, request: web.Request) -> web.Response:  # pylint: disable=unused-argument
+        self._reload_keys()
+        body = dict(self.spool.stats)
+        body.update(status="ok", backlog=self.spool.durable_seq - self.spool.marked_seq,
+                    recovered=self.recovered, key_count=len(self.keys),
+                    verified_by_key=list(self.verified_by_key))
+        return web.json_response(body)
 
     def _reload_keys(self) -> None:
         """Pick up a changed hmac_secret_file (at most one stat a second)."""
@@ -515,7 +839,7 @@ class Receiver:
             mtime = os.stat(self.keys_file).st_mtime_ns
             if mtime == self._keys_mtime:
                 return
-            keys = _keys_from_file(self.keys_file)
+            keys = sig.read_key_file(self.keys_file)
         except OSError as exc:
             logger.warning("wpcloud.hosting.webhook: keeping the current keys; hmac_secret_file unreadable (%s)",
                            exc.__class__.__name__)
@@ -523,137 +847,18 @@ class Receiver:
         if not keys:
             logger.warning("wpcloud.hosting.webhook: keeping the current keys; hmac_secret_file is empty")
             return
-        weak = _weak_keys(keys)
+        weak = sig.weak_keys(keys)
         if weak:
             logger.warning("wpcloud.hosting.webhook: keeping the current keys; in hmac_secret_file %s too weak. %s",
-                           weak, _KEY_RULE)
+                           weak, sig.KEY_RULE)
             return
         self.keys, self._keys_mtime = keys, mtime
         self.verified_by_key = [0] * len(keys)
         logger.info("wpcloud.hosting.webhook: %d key(s) loaded from hmac_secret_file", len(keys))
 
-    def _content_type_ok(self, request: web.Request) -> bool:
-        media = _media_type(request.headers.get("Content-Type"))
-        if media in self.content_types:
-            return True
-        return media.endswith("+json") and "application/json" in self.content_types
-
-    @staticmethod
-    def _reply(status: int, text: str) -> web.Response:
-        return web.Response(status=status, text=text + "\n")
-
-    async def healthz(self, request: web.Request) -> web.Response:
-        self._reload_keys()
-        body = dict(self.spool.stats)
-        body.update(status="ok", backlog=self.spool.durable_seq - self.spool.marked_seq,
-                    recovered=self.recovered, key_count=len(self.keys),
-                    verified_by_key=list(self.verified_by_key))
-        return web.json_response(body)
-
-    recovered = 0
-
-    def _reject(self, status: int, text: str) -> web.Response:
-        self.spool.stats["rejected"] += 1
-        return self._reply(status, text)
-
-    async def handle(self, request: web.Request) -> web.Response:
-        spool = self.spool
-        self._reload_keys()
-        if request.content_length is not None and request.content_length > self.max_body:
-            return self._reject(413, "body too large")
-        if self.token is not None:
-            scheme, _sep, value = request.headers.get("Authorization", "").partition(" ")
-            if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), str(self.token).encode()):
-                return self._reject(401, "invalid authorization")
-        if not self._content_type_ok(request):
-            return self._reject(415, "content type must be application/json")
-        try:
-            body = await asyncio.wait_for(request.read(), REQUEST_DEADLINE)
-        except web.HTTPRequestEntityTooLarge:
-            return self._reject(413, "body too large")
-        except asyncio.TimeoutError:
-            response = self._reject(408, "request body not received within %gs" % REQUEST_DEADLINE)
-            response.force_close()
-            return response
-        try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return self._reject(400, "body is not valid JSON")
-        if not isinstance(payload, dict):
-            return self._reject(400, "body is not a JSON object")
-
-        signature_meta: dict[str, Any] = {"verified": False}
-        result = None
-        if self.keys:
-            result = sig.verify_signature(body, self.keys)
-            if not result.valid:
-                logger.warning("wpcloud.hosting.webhook: rejected delivery (%s) for event %r",
-                               result.reason, result.event)
-                return self._reject(401, "signature %s" % result.reason)
-            delivery_id = result.delivery_id
-            signature_meta = {"verified": True, "key_index": result.key_index, "location": result.location}
-        else:
-            delivery_id = _UNSIGNED_PREFIX + hashlib.sha256(body).hexdigest()[:32]
-        fingerprint = hashlib.sha256(body).hexdigest()[:32]
-
-        known = spool.lookup(delivery_id)
-        if known is not None:
-            known_fp, future = known
-            if known_fp != fingerprint:
-                spool.stats["conflicts"] += 1
-                logger.warning("wpcloud.hosting.webhook: signature reused with another body (%s)", delivery_id)
-                return self._reply(409, "signature already used for another body")
-            if future is not None:
-                try:
-                    await asyncio.shield(future)
-                except Exception:  # pylint: disable=broad-except
-                    return self._reply(503, "not stored")
-            spool.stats["duplicates"] += 1
-            return self._reply(200, "OK (duplicate)")
-
-        if self.freshness is not None and result is not None and self.freshness.is_stale(result.timestamp):
-            return self._reject(401, "signature stale")
-
-        headers = {k: v for k, v in request.headers.items() if not _HIDDEN_HEADER.search(k)}
-        event = {
-            "payload": payload,
-            "meta": {
-                "endpoint": request.match_info.get("endpoint", ""),
-                "headers": headers,
-                "delivery_id": delivery_id,
-                "signature": signature_meta,
-                "received_at": _now_iso(),
-                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "wpcloud-webhook:" + delivery_id)),
-            },
-        }
-        try:
-            await spool.store(delivery_id, fingerprint, event)
-        except Exception:  # pylint: disable=broad-except
-            return self._reply(503, "could not store the event")
-        if self.freshness is not None and result is not None:
-            self.freshness.observe(result.timestamp)
-        if result is not None:
-            self.verified_by_key[result.key_index] += 1
-        return self._reply(200, "OK")
-
-
-def _ssl_context(args: dict[str, Any]) -> ssl.SSLContext | None:
-    certfile = args.get("certfile")
-    if not certfile:
-        if _bool(args.get("allow_insecure_http", False)):
-            return None
-        raise ValueError("certfile is required (HTTPS); set allow_insecure_http: true only behind a TLS proxy")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(certfile, args.get("keyfile"), args.get("password"))
-    if args.get("cafile") or args.get("capath"):
-        context.load_verify_locations(args.get("cafile"), args.get("capath"))
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
-
 
 class Notifier:
-    """Progress messages to the rulebook side over a non-blocking pipe.
+    """Messages to the rulebook side over a non-blocking pipe.
 
     Only the latest durable position matters, so while the pipe is busy (the rulebook's event loop
     is running rules) positions are coalesced instead of blocking the receiver.
@@ -675,7 +880,7 @@ class Notifier:
         if self.transport.get_write_buffer_size() == 0:
             seq, offset = self.pending
             self.pending = None
-            self._write(b"D %d %d\n" % (seq, offset))
+            self._write(MSG_DURABLE + b"%d %d\n" % (seq, offset))
         else:
             self.scheduled = True
             asyncio.get_running_loop().call_later(0.002, self.flush)
@@ -689,11 +894,14 @@ class Notifier:
         if self.pending is not None:
             seq, offset = self.pending
             self.pending = None
-            self._write(b"D %d %d\n" % (seq, offset))
-        self._write(b"R\n")
+            self._write(MSG_DURABLE + b"%d %d\n" % (seq, offset))
+        self._write(MSG_ROTATED + b"\n")
 
-    def line(self, data: bytes) -> None:
-        self._write(data)
+    def ready(self, seq: int, offset: int) -> None:
+        self._write(MSG_READY + b"%d %d\n" % (seq, offset))
+
+    def failed(self, message: str) -> None:
+        self._write(MSG_ERROR + json.dumps(message).encode() + b"\n")
 
     async def drain(self, timeout: float = 2.0) -> None:
         deadline = time.monotonic() + timeout
@@ -736,7 +944,7 @@ class _BoundedSite(web.TCPSite):
 
 
 async def _receiver_main() -> int:
-    """Entry point of the receiver process: config on the first stdin line, parent messages after."""
+    """Entry point of the receiver process: the config on the first stdin line, then "M" lines."""
     ppid = os.getppid()
     _die_with_parent()
     loop = asyncio.get_running_loop()
@@ -765,26 +973,22 @@ async def _receiver_main() -> int:
     try:
         ssl_context = _ssl_context(args)
         spool.open()
-        receiver = Receiver(args, spool, keys)
-        receiver.recovered = int(config.get("recovered", 0))
-        app = web.Application(client_max_size=receiver.max_body)
-        app.router.add_get("/healthz", receiver.healthz)
-        app.router.add_post(r"/{endpoint:.*}", receiver.handle)
+        receiver = Receiver(args, spool, keys, recovered=int(config.get("recovered", 0)))
         # keepalive_timeout: aiohttp closes a connection that has not sent a whole request's headers
         # within it (from its start, or since its last response).
-        runner = web.AppRunner(app, access_log=None, keepalive_timeout=REQUEST_DEADLINE)
+        runner = web.AppRunner(receiver.app(), access_log=None, keepalive_timeout=REQUEST_DEADLINE)
         await runner.setup()
         site = _BoundedSite(runner, args.get("host") or "0.0.0.0", int(args["port"]),  # nosec B104
                             ssl_context=ssl_context, backlog=1024)
         await site.start()
     except Exception as exc:  # pylint: disable=broad-except
-        notify.line(b"E %s\n" % json.dumps(str(exc)).encode())
+        notify.failed(str(exc))
         if runner is not None:
             await runner.cleanup()
-        spool.close()
+        spool.close_files()
         await notify.drain()
         return 1
-    notify.line(b"READY %d %d\n" % (spool.durable_seq, spool.durable_offset))
+    notify.ready(spool.durable_seq, spool.durable_offset)
     stopper = loop.create_task(stop.wait())
     try:
         while True:
@@ -796,23 +1000,18 @@ async def _receiver_main() -> int:
             line = reading.result()
             if not line:                  # the rulebook is gone or stopping
                 break
-            if line.startswith(b"M "):
-                spool.marked_seq = max(spool.marked_seq, int(line[2:]))
+            if line.startswith(MSG_MARKED):
+                spool.marked_seq = max(spool.marked_seq, int(line[len(MSG_MARKED):]))
     finally:
         stopper.cancel()
         await runner.cleanup()          # stops accepting; in-flight requests finish their fsync
-        if spool._writer is not None:   # pylint: disable=protected-access
-            try:
-                await asyncio.wait_for(spool._writer, 5)  # pylint: disable=protected-access
-            except Exception:  # pylint: disable=broad-except
-                pass
-        spool.close()
+        await spool.close()
     return 0
 
 
-# ---------------------------------------------------------------------------------------------
-# Rulebook side: start the receiver process, emit stored events in order, record marks.
-# ---------------------------------------------------------------------------------------------
+# =============================================================================================
+# 4. Rulebook side: start the receiver process, emit stored events in order, record marks.
+# =============================================================================================
 class Emitter:
     """Reads durable records from the spool and hands them to the rulebook queue, in seq order.
 
@@ -822,9 +1021,9 @@ class Emitter:
 
     def __init__(self, directory: str, confirm_delay: float) -> None:
         self.dir = directory
-        self.path = os.path.join(directory, "spool.log")
-        self.old_path = self.path + ".1"
-        self.emitted_path = os.path.join(directory, "emitted.log")
+        self.path = os.path.join(directory, SPOOL_FILE)
+        self.old_path = os.path.join(directory, OLD_SPOOL_FILE)
+        self.emitted_path = os.path.join(directory, EMITTED_FILE)
         self.confirm_delay = max(0.0, float(confirm_delay))
         self.durable_seq = 0
         self.durable_offset = 0
@@ -954,82 +1153,79 @@ class Emitter:
             self._emitted_fd = -1
 
 
-def _clean_args(args: dict[str, Any]) -> dict[str, Any]:
-    """Drop options rendered empty by a rulebook ("{{ var | default('') }}" means not set)."""
-    out = {}
-    for name, value in (args or {}).items():
-        if value is None or (isinstance(value, str) and not value.strip()):
-            continue
-        out[name] = value
-    try:
-        if "max_age" in out and float(out["max_age"]) <= 0:
-            del out["max_age"]
-    except (TypeError, ValueError):
-        raise ValueError("max_age must be a number of seconds, got %r" % out["max_age"]) from None
-    return out
+class ReceiverProcess:
+    """The receiver process seen from the rulebook side: started with its config on the pipe, it
+    reports durable positions and rotations to the :class:`Emitter` and is told the marks."""
 
+    def __init__(self, emitter: Emitter) -> None:
+        self.emitter = emitter
+        self.proc = None
 
-def _check_args(args: dict[str, Any]) -> None:
-    """Refuse bad options with a message that names the option and the rule, before anything starts."""
-    def number(name, kind, low, rule):
-        if name not in args:
+    async def start(self, config: dict[str, Any], timeout: float = 60) -> None:
+        """Start the child and wait until it listens; raise with its reason when it cannot."""
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, os.path.abspath(__file__), "--receiver",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20)
+        self.proc.stdin.write(json.dumps(config).encode() + b"\n")
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        if not line.startswith(MSG_READY):
+            detail = json.loads(line[len(MSG_ERROR):]) if line.startswith(MSG_ERROR) \
+                else "exited %s" % await self.proc.wait()
+            raise RuntimeError("wpcloud.hosting.webhook receiver did not start: %s" % detail)
+        seq, offset = line[len(MSG_READY):].split()
+        self.emitter.durable(int(seq), int(offset))
+
+    def mark(self, seq: int) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.stdin.write(MSG_MARKED + b"%d\n" % seq)
+
+    async def watch(self) -> None:
+        """Follow the receiver's messages; raise when it exits."""
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("wpcloud.hosting.webhook: the receiver process exited (%s)" % await self.proc.wait())
+            if line.startswith(MSG_DURABLE):
+                seq, offset = line[len(MSG_DURABLE):].split()
+                self.emitter.durable(int(seq), int(offset))
+            elif line.startswith(MSG_ROTATED):
+                self.emitter.rotated()
+
+    async def stop(self) -> None:
+        """EOF on its stdin stops the receiver (in-flight requests finish); killed after 10 s."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
             return
         try:
-            value = kind(args[name])
-        except (TypeError, ValueError):
-            raise ValueError("%s must be %s, got %r" % (name, rule, args[name])) from None
-        if isinstance(args[name], bool) or value < low:
-            raise ValueError("%s must be %s, got %r" % (name, rule, args[name]))
-    number("port", int, 1, "an integer from 1 to 65535")
-    if int(args["port"]) > 65535:
-        raise ValueError("port must be an integer from 1 to 65535, got %r" % args["port"])
-    number("max_body_size", int, 1, "a positive number of bytes")
-    number("spool_max_bytes", int, 1, "a positive number of bytes")
-    number("dedupe_size", int, 1, "a positive integer")
-    number("max_age", float, 0, "a number of seconds")
-    number("emit_confirm_delay", float, 0, "a number of seconds")
-    for name in ("certfile", "keyfile", "cafile", "hmac_secret_file"):
-        if name in args and not os.path.isfile(str(args[name])):
-            raise ValueError("%s must be a readable file; %s does not exist or is not a file" % (name, args[name]))
-    if "capath" in args and not os.path.isdir(str(args["capath"])):
-        raise ValueError("capath must be a directory; %s is not one" % args["capath"])
-    if "spool_dir" in args and os.path.exists(str(args["spool_dir"])) and not os.path.isdir(str(args["spool_dir"])):
-        raise ValueError("spool_dir must be a directory; %s exists and is not one" % args["spool_dir"])
-    if "certfile" in args:
-        try:
-            _ssl_context(args)
-        except (ssl.SSLError, OSError) as exc:
-            raise ValueError("certfile and keyfile could not be loaded as a certificate and its private key "
-                             "(%s): check that keyfile belongs to certfile and password opens it"
-                             % exc.__class__.__name__) from None
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), 10)
+        except Exception:  # pylint: disable=broad-except
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
 
 
-async def _watch_receiver(proc, emitter: Emitter) -> None:
-    while True:
-        line = await proc.stdout.readline()
-        if not line:
-            raise RuntimeError("wpcloud.hosting.webhook: the receiver process exited (%s)" % await proc.wait())
-        if line.startswith(b"D "):
-            _tag, seq, offset = line.split()
-            emitter.durable(int(seq), int(offset))
-        elif line.startswith(b"R"):
-            emitter.rotated()
+def _receiver_config(args: dict[str, Any], keys: list[str], spool_dir: str, emitter: Emitter) -> dict[str, Any]:
+    """What the receiver process is given on its stdin (never argv or the environment: it holds the keys)."""
+    child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token")}
+    if args.get("hmac_secret") is not None:
+        child_args.pop("hmac_secret_file", None)  # explicit keys win; the file is not watched
+    if args.get("token") is not None:
+        child_args["token"] = str(args["token"])
+    log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+    if not isinstance(log_level, str) or log_level.startswith("Level"):
+        log_level = "WARNING"
+    return {"args": child_args, "keys": keys, "spool_dir": spool_dir, "marked_seq": emitter.marked_seq,
+            "recovered": emitter.recovered, "log_level": log_level}
 
 
 async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     """Receive WP Cloud webhooks (see DOCUMENTATION)."""
     args = _clean_args(args)
-    if "port" not in args:
-        raise ValueError("Missing required argument: port")
     _check_args(args)
     keys = _keys_from_args(args)
-    if not keys and not _bool(args.get("allow_unsigned", False)):
-        raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
-                         "set allow_unsigned: true to accept unsigned deliveries")
-    weak = _weak_keys(keys)
-    if weak:
-        raise ValueError("hmac_secret (or hmac_secret_file, WPCLOUD_WEBHOOK_HMAC_KEYS): %s too weak. %s"
-                         % (weak, _KEY_RULE))
+    _check_keys(keys, _bool(args.get("allow_unsigned", False)))
     if _ssl_context(args) is None:
         logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
     spool_dir = os.path.abspath(args.get("spool_dir") or _default_spool_dir(args["port"]))
@@ -1037,41 +1233,18 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     emitter = Emitter(spool_dir, float(args.get("emit_confirm_delay", 1.0)))
     emitter.read_mark()
     emitter.recover()
-    child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token")}
-    if args.get("hmac_secret") is not None:
-        child_args.pop("hmac_secret_file", None)  # explicit keys win; the file is not watched
-    if args.get("token") is not None:
-        child_args["token"] = str(args["token"])
-    config = {"args": child_args, "keys": keys, "spool_dir": spool_dir, "marked_seq": emitter.marked_seq,
-              "recovered": emitter.recovered,
-              "log_level": logging.getLevelName(logging.getLogger().getEffectiveLevel())}
-    if not isinstance(config["log_level"], str) or config["log_level"].startswith("Level"):
-        config["log_level"] = "WARNING"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, os.path.abspath(__file__), "--receiver",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20)
+    receiver = ReceiverProcess(emitter)
     watcher = emitter_task = None
     try:
-        proc.stdin.write(json.dumps(config).encode() + b"\n")
-        await proc.stdin.drain()
-        line = await asyncio.wait_for(proc.stdout.readline(), 60)
-        if not line.startswith(b"READY "):
-            detail = json.loads(line[2:]) if line.startswith(b"E ") else "exited %s" % await proc.wait()
-            raise RuntimeError("wpcloud.hosting.webhook receiver did not start: %s" % detail)
-        _tag, seq, offset = line.split()
-        emitter.durable(int(seq), int(offset))
-
-        def on_mark(marked: int) -> None:
-            if proc.returncode is None:
-                proc.stdin.write(b"M %d\n" % marked)
-        emitter.on_mark = on_mark
+        await receiver.start(_receiver_config(args, keys, spool_dir, emitter))
+        emitter.on_mark = receiver.mark
         if emitter.recovered:
             logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet emitted will be emitted",
                         emitter.recovered)
         logger.info("wpcloud.hosting.webhook listening on %s:%s (%s, %d key(s))", args.get("host") or "0.0.0.0",
                     args["port"], "https" if args.get("certfile") else "http", len(keys))
         loop = asyncio.get_running_loop()
-        watcher = loop.create_task(_watch_receiver(proc, emitter))
+        watcher = loop.create_task(receiver.watch())
         emitter_task = loop.create_task(emitter.run(queue))
         done, _pending = await asyncio.wait({watcher, emitter_task}, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -1084,14 +1257,7 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
             if task is not None:
                 task.cancel()
         await emitter.stop()
-        if proc.returncode is None:
-            try:
-                proc.stdin.close()       # the receiver stops on EOF
-                await asyncio.wait_for(proc.wait(), 10)
-            except Exception:  # pylint: disable=broad-except
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
+        await receiver.stop()
 
 
 if __name__ == "__main__":

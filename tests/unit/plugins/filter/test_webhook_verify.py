@@ -68,3 +68,23 @@ def test_replay_file(tmp_path):
     other = webhook_verify(raw(data={"version": "latest"}), KEY, replay_file=path)
     assert other["reason"] == "replayed" and other["replay"] == "conflict"
     assert KEY not in open(path).read()
+
+
+def test_keys_read_by_the_one_parser():
+    """Blanks around a key are not part of it (a valid key has none); a single string is one key."""
+    assert webhook_verify(raw(key=OLD), [" ", "%s\n" % OLD])["key_index"] == 0
+    assert webhook_verify(raw(), " %s " % KEY)["valid"]
+    assert webhook_verify(raw(), "%s,%s" % (OLD, KEY))["reason"] == "mismatch"     # never comma-split
+    with pytest.raises(AnsibleFilterError):
+        webhook_verify(raw(), ["", "  ", None])
+
+
+def test_delivery_id_and_replay_conflict_by_body_fingerprint(tmp_path):
+    res = webhook_verify(raw(), KEY)
+    assert res["delivery_id"] == "sig-" + hashlib.sha256(("%s:%s" % (TS, SALT)).encode()).hexdigest()[:32]
+    path = str(tmp_path / "seen.tsv")
+    assert webhook_verify(raw(), KEY, replay_file=path)["valid"]
+    # a parsed body has no fingerprint: the same pair again is a duplicate, never a conflict
+    assert webhook_verify(json.loads(raw(data={"version": "x"})), KEY, replay_file=path)["replay"] == "duplicate"
+    line = open(path).read().splitlines()[0].split("\t")
+    assert line[1:] == [TS, SALT, hashlib.sha256(raw().encode()).hexdigest()[:32]]

@@ -1,0 +1,400 @@
+"""The one webhook test harness: the system, reliability and benchmark tests import it.
+
+- the event source in-process (:class:`Source`: ``main(queue, args)`` loaded with runpy, as
+  ansible-rulebook does, in a background event loop; its receiver child runs as under the
+  rulebook), :func:`startup_error` for option checks;
+- ansible-rulebook runs (:class:`Rulebook`, :func:`collection_tree`, :func:`run_rulebook`);
+- signed bodies (the emulator's sender, ``tests/support/emulator/webhooks.py``: the service's exact
+  format), TLS material made with ``cryptography``, plain HTTPS clients, and the documented
+  delivery id computed here with hashlib (never with the code under test).
+
+``tests/support`` is put on ``sys.path`` by tests/system/conftest.py and
+tests/reliability/reliability_support.py; the benchmark adds it itself. Everything binds 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import os
+import runpy
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE_FILE = REPO / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
+EMULATOR_DIR = REPO / "tests" / "support" / "emulator"
+BIN = Path(sys.executable).parent
+if str(EMULATOR_DIR) not in sys.path:
+    sys.path.insert(0, str(EMULATOR_DIR))
+
+from certs import make_tls_files  # noqa: E402  pylint: disable=wrong-import-position
+from webhooks import build_body  # noqa: E402  pylint: disable=wrong-import-position
+
+_PLUGIN = {}
+
+
+def plugin(source_file=SOURCE_FILE):
+    """The event source's module namespace (loaded once per process, with runpy as ansible-rulebook does)."""
+    key = str(source_file)
+    if key not in _PLUGIN:
+        _PLUGIN[key] = runpy.run_path(key)
+    return _PLUGIN[key]
+
+
+# ------------------------------------------------------------------------------------ bodies, TLS, HTTP
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def tls(directory):
+    """A local CA and a server certificate for 127.0.0.1/localhost: {"ca", "cert", "key"} paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_path, cert_path, key_path = make_tls_files(str(directory))
+    return {"ca": ca_path, "cert": cert_path, "key": key_path}
+
+
+def signed(key, event, site=None, data=None, in_data=False, ts=None, salt=None):
+    """A body as the service sends it, signed with ``key`` (bytes)."""
+    return build_body(event, site, data, key, signature_in_data=in_data, ts=ts, salt=salt)
+
+
+def ref_digest(key, event, ts, salt):
+    return hmac.new(key.encode(), ("%s:%s:%s" % (event, ts, salt)).encode(), hashlib.sha256).hexdigest()
+
+
+def delivery_id_of(body):
+    """The documented delivery id of a signed body (docs/webhooks.md), computed here from the body."""
+    payload = json.loads(body, parse_int=str)
+    sig = payload.get("signature") or payload["data"]["signature"]
+    return "sig-" + hashlib.sha256(("%s:%s" % (sig["timestamp"], sig["salt"])).encode()).hexdigest()[:32]
+
+
+def source_args(spool_dir, tls_files, port, keys, **extra):
+    """Options of the source over HTTPS on 127.0.0.1 (emit_confirm_delay 0: marks at once)."""
+    args = {"host": "127.0.0.1", "port": port, "certfile": tls_files["cert"], "keyfile": tls_files["key"],
+            "hmac_secret": keys, "spool_dir": str(spool_dir), "emit_confirm_delay": 0}
+    args.update(extra)
+    return args
+
+
+def _context(ca_path):
+    return ssl.create_default_context(cafile=ca_path) if ca_path else None
+
+
+def post(url, body, ca_path=None, content_type="application/json", headers=None, timeout=15):
+    """POST ``body``; (status, text). ``content_type=None`` sends no Content-Type header."""
+    data = body if isinstance(body, bytes) else body.encode()
+    hdrs = {"Content-Type": content_type} if content_type is not None else {}
+    hdrs.update(headers or {})
+    req = urllib.request.Request(url, data=data, method="POST", headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=_context(ca_path)) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def get_json(url, ca_path=None, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout, context=_context(ca_path)) as resp:
+        return json.loads(resp.read())
+
+
+def wait_for(predicate, timeout, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def healthz(base_url, ca_path=None):
+    """The receiver's counters (GET /healthz)."""
+    return get_json(base_url + "/healthz", ca_path)
+
+
+# ------------------------------------------------------------------------------------ in-process source
+
+class Source:
+    """Runs the source's ``main(queue, args)`` in a background event loop; emitted events land in
+    ``events``. ``queue_size`` is the rulebook queue's size; ``pause`` (an Event) stalls the
+    consumer, as a busy rule engine would. ``stderr_path``: the receiver child inherits file
+    descriptor 2 when it starts; it is pointed at this file meanwhile, so the child's log is kept."""
+
+    def __init__(self, args, queue_size=1, stderr_path=None, ready_timeout=20, source_file=SOURCE_FILE):
+        self.args = args
+        self.events = []
+        self.error = None
+        self.queue_size = queue_size
+        self.stderr_path = stderr_path
+        self.ready_timeout = ready_timeout
+        self.main = plugin(source_file)["main"]
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = threading.Event()
+        self.pause = threading.Event()
+        self.task = None
+        self.queue = None
+
+    @property
+    def url(self):
+        return "%s://127.0.0.1:%s" % ("https" if self.args.get("certfile") else "http", self.args["port"])
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:  # noqa: BLE001
+            self.error = exc
+        finally:
+            self.started.set()
+
+    async def _main(self):
+        self.queue = asyncio.Queue(self.queue_size)
+        self.task = asyncio.ensure_future(self.main(self.queue, self.args))
+        consumer = asyncio.ensure_future(self._consume())
+        self.started.set()
+        try:
+            await self.task
+        finally:
+            consumer.cancel()
+
+    async def _consume(self):
+        while True:
+            while self.pause.is_set():
+                await asyncio.sleep(0.01)
+            self.events.append(await self.queue.get())
+
+    def start(self, wait_ready=True):
+        saved = None
+        if self.stderr_path is not None:
+            saved = os.dup(2)
+            handle = os.open(str(self.stderr_path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(handle, 2)
+            os.close(handle)
+        try:
+            self.thread.start()
+            self.started.wait(10)
+            if wait_ready:
+                self.wait_ready()
+        finally:
+            if saved is not None:
+                os.dup2(saved, 2)
+                os.close(saved)
+        return self
+
+    def wait_ready(self):
+        """Until GET /healthz answers 200 (a probe: the certificate is not checked here)."""
+        deadline = time.monotonic() + self.ready_timeout
+        ctx = None
+        if self.args.get("certfile"):
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        while time.monotonic() < deadline:
+            if self.error is not None or (self.task is not None and self.task.done()):
+                raise RuntimeError("event source stopped: %r" % (self.error or self.task.exception()))
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1, context=ctx) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("event source not listening after %ss" % self.ready_timeout)
+
+    def wait_events(self, count, timeout=10):
+        wait_for(lambda: len(self.events) >= count, timeout, 0.02, "%d emitted event(s)" % count)
+
+    def stop(self):
+        if self.thread.is_alive() and self.task is not None:
+            self.loop.call_soon_threadsafe(self.task.cancel)
+            self.thread.join(15)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class _Listening(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.seen = threading.Event()
+
+    def emit(self, record):
+        if "listening on" in record.getMessage():
+            self.seen.set()
+
+
+def startup_error(args, timeout=20):
+    """Start the source with ``args``; return the exception text it fails with, or None if it listens."""
+    root = logging.getLogger()
+    handler, level = _Listening(), root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    source = Source(args, ready_timeout=timeout)
+    try:
+        source.thread.start()
+        source.started.wait(10)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if source.error is not None:
+                return "%s: %s" % (type(source.error).__name__, source.error)
+            if source.task is not None and source.task.done():
+                exc = source.task.exception() if not source.task.cancelled() else None
+                return "%s: %s" % (type(exc).__name__, exc) if exc else "stopped"
+            if handler.seen.is_set():
+                return None
+            time.sleep(0.05)
+        return None if source.thread.is_alive() else "stopped"
+    finally:
+        source.stop()
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+# ------------------------------------------------------------------------------------ ansible-rulebook
+
+def rulebook_bin():
+    """ansible-rulebook next to the running interpreter (the project venv), with java on PATH."""
+    import pytest  # pylint: disable=import-outside-toplevel
+    exe = BIN / "ansible-rulebook"
+    if not exe.exists() or not (BIN / "ansible-galaxy").exists():
+        pytest.skip("ansible-rulebook and ansible-core must be installed in the test venv")
+    if not shutil.which("java"):
+        pytest.skip("ansible-rulebook needs a JDK (java on PATH)")
+    return str(exe)
+
+
+def collection_tree(base, repo=REPO, name="collections"):
+    """A tree base/<name>/ansible_collections/wpcloud/hosting -> ``repo`` (this checkout by default)."""
+    root = Path(base) / name
+    parent = root / "ansible_collections" / "wpcloud"
+    parent.mkdir(parents=True, exist_ok=True)
+    link = parent / "hosting"
+    if not link.exists():
+        link.symlink_to(Path(repo), target_is_directory=True)
+    return root
+
+
+class Rulebook:
+    """One ansible-rulebook process; stdout/stderr to files (one per start); stopped by PID."""
+
+    def __init__(self, workdir, args, env_extra, name="rulebook", env=None):
+        self.workdir = Path(workdir)
+        self.args = args
+        self.env_extra = env_extra
+        self.env = env
+        self.name = name
+        self.proc = None
+        self.runs = 0
+
+    @property
+    def out_path(self):
+        return self.workdir / ("%s-%d.out" % (self.name, self.runs))
+
+    def start(self):
+        self.runs += 1
+        env = dict(os.environ if self.env is None else self.env)
+        env.update(self.env_extra)
+        env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("ANSIBLE_HOME", str(self.workdir / ".ansible"))
+        env.setdefault("ANSIBLE_LOCAL_TEMP", str(self.workdir / ".ansible" / "tmp"))
+        with open(self.out_path, "wb") as out:
+            self.proc = subprocess.Popen([rulebook_bin()] + self.args, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=str(self.workdir), env=env)
+        return self
+
+    def output(self):
+        text = ""
+        for run in range(1, self.runs + 1):
+            path = self.workdir / ("%s-%d.out" % (self.name, run))
+            if path.exists():
+                text += path.read_text(errors="replace")
+        return text
+
+    def wait_ready(self, url, ca_path, timeout=60):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError("ansible-rulebook exited %s:\n%s" % (self.proc.returncode, self.output()[-3000:]))
+            try:
+                return healthz(url, ca_path)
+            except OSError:
+                return None
+        return wait_for(ready, timeout, 0.2, "the webhook source to listen")
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def write_rulebook_inputs(out, tls_files, port):
+    """inventory.yml and vars.yml for the collection's sample rulebook (wpcloud.hosting.webhooks);
+    returns the directory its playbooks record into."""
+    out = Path(out)
+    records = out / "records"
+    (out / "inventory.yml").write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: %s\n" % (BIN / "python"))
+    (out / "vars.yml").write_text(json.dumps({
+        "wpcloud_webhook_host": "127.0.0.1", "wpcloud_webhook_port": port,
+        "wpcloud_webhook_certfile": tls_files["cert"], "wpcloud_webhook_keyfile": tls_files["key"],
+        "wpcloud_webhook_spool_dir": str(out / "spool"), "wpcloud_webhook_record_dir": str(records)}))
+    return records
+
+
+def run_rulebook(out, tls_files, port, key, env, headers=None, timeout=90):
+    """ansible-rulebook -vv with the collection's sample rulebook and the key in its environment;
+    one signed delivery (with ``headers``), then a forged one, a reused signature with another body
+    and a redelivery. Returns the four statuses and the records of the playbook the rule ran.
+    Everything it writes stays under ``out``; ``env`` is the whole environment."""
+    out = Path(out)
+    records = write_rulebook_inputs(out, tls_files, port)
+    rb = Rulebook(out, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml", "--vars", "vars.yml", "-vv"],
+                  {"WPCLOUD_WEBHOOK_HMAC_KEYS": key}, env=env)
+    url = "https://127.0.0.1:%d" % port
+    statuses = []
+    try:
+        rb.start()
+        rb.wait_ready(url, tls_files["ca"])
+        good = signed(key, "site_provisioned", 8101)
+        statuses.append(post(url + "/wpcloud", good, tls_files["ca"], headers=headers)[0])
+        statuses.append(post(url + "/wpcloud", signed("forged-" + key, "site_provisioned", 8102),
+                             tls_files["ca"])[0])
+        statuses.append(post(url + "/wpcloud", good.replace(b"8101", b"8103"), tls_files["ca"])[0])
+        statuses.append(post(url + "/wpcloud", good, tls_files["ca"])[0])
+        wait_for(lambda: (records / "site_provisioned").is_dir()
+                 and list((records / "site_provisioned").glob("*.json"))
+                 and "provisioned" in rb.output(), timeout, 0.3, "the rule to fire")
+    finally:
+        rb.stop()
+    return {"statuses": statuses, "records": sorted(p.name for p in (records / "site_provisioned").glob("*.json"))}
