@@ -52,6 +52,15 @@ WAIT_ARGUMENT_SPEC = dict(
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
 )
 
+# migration_preflight and migration_ready start a preflight or a run of one migration, or of many at once,
+# and wait for it.
+START_ARGUMENT_SPEC = dict(WAIT_ARGUMENT_SPEC, migration_id=dict(type="int"), migration_ids=dict(type="list", elements="int"))
+START_RULES = dict(mutually_exclusive=[("migration_id", "migration_ids")],
+                   required_one_of=[("migration_id", "migration_ids")])
+
+# site_allow_migration and migration_info serve one site, or a fleet's sites at once.
+SITE_ARGUMENT_SPEC = dict(site=dict(type="str"), sites=dict(type="list", elements="str"))
+
 # An option given as null (``migration_id: "{{ created.migration_id }}"`` after a check-mode create).
 # Accepted in check mode only, where it stands for what the earlier task would have returned.
 NULL_ID_MSG = ("%s is null: pass the ID of an existing migration. A null ID usually comes from an earlier task "

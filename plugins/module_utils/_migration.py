@@ -316,10 +316,11 @@ def _run_one(params, ctx):
     # Existing migration: compare what can be read, send only the differences in what the user gave.
     current = record_args(record)
     wanted = _desired_plain(params)
-    if wanted.get("remote-port") == CREATE_DEFAULTS["remote_port"] and "remote-port" not in current:
-        wanted.pop("remote-port")  # the service's default; nothing to change
-    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (
-        k == "remote-domain" and k not in current))
+    port, domain = FIELD_NAMES["remote_port"], FIELD_NAMES["remote_domain"]
+    if wanted.get(port) == CREATE_DEFAULTS["remote_port"] and port not in current:
+        wanted.pop(port)  # the service's default; nothing to change
+    # An empty remote-domain is sent when the record has none (empty means "the destination's default").
+    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (k == domain and k not in current))
     current_auth = record.get("auth")
     note = None
     if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):

@@ -132,16 +132,12 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import SITE_ARGUMENT_SPEC, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import run_info as run_logic
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 
 MODULE_SPEC = dict(
-    argument_spec=api_spec_with(dict(
-        site=dict(type="str"),
-        sites=dict(type="list", elements="str"),
-        migration_id=dict(type="int"),
-    )),
+    argument_spec=api_spec_with(dict(SITE_ARGUMENT_SPEC, migration_id=dict(type="int"))),
     # site and migration_id together stay allowed (the migration must belong to the site).
     mutually_exclusive=[("sites", "site"), ("sites", "migration_id")],
     required_one_of=[("site", "migration_id", "sites")],

@@ -195,19 +195,11 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_preflight as run_logic
 
-MODULE_SPEC = dict(
-    argument_spec=api_spec_with(dict(
-        WAIT_ARGUMENT_SPEC,
-        migration_id=dict(type="int"),
-        migration_ids=dict(type="list", elements="int"),
-    )),
-    mutually_exclusive=[("migration_id", "migration_ids")],
-    required_one_of=[("migration_id", "migration_ids")],
-)
+MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(START_ARGUMENT_SPEC))
 # Check mode across a workflow: null items of these lists are IDs an earlier task only pretended to create
 # (see plugins/plugin_utils/_controller_action.py); what the module would do with them.
 CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their preflights would be started")

@@ -173,20 +173,14 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_ready as run_logic
 
-MODULE_SPEC = dict(
-    argument_spec=api_spec_with(dict(
-        WAIT_ARGUMENT_SPEC,
-        migration_id=dict(type="int"),
-        migration_ids=dict(type="list", elements="int"),
-        require_preflight=dict(type="bool", default=True),
-    )),
-    mutually_exclusive=[("migration_id", "migration_ids")],
-    required_one_of=[("migration_id", "migration_ids")],
-)
+MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(dict(
+    START_ARGUMENT_SPEC,
+    require_preflight=dict(type="bool", default=True),
+)))
 # Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
 CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their runs would be started")
 
