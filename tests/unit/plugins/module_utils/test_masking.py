@@ -73,8 +73,8 @@ def test_a_tasks_secrets_can_grow_while_threads_mask():
 
 ARGS = {
     client_meta: {"client": "demo", "key": "webhook_hmac_key", "secret_value": "hmac-secret-1234567890abcdef01234"},
-    migration: {"migrations": [{"site": "1", "remote_pass": "element-pass"}, {"site": "2", "ssh_id": "KEY",
-                                                                               "ssh_id_pass": "phrase"}],
+    migration: {"migrations": [{"site": "1", "remote_pass": "element-pass"},
+                               {"site": "2", "ssh_id": "KEY", "ssh_id_pass": "phrase"}],
                 "remote_pass": "task-pass"},
     migration_info: {"site": "1"},
     migration_preflight: {"migration_id": 4},

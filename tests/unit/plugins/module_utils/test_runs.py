@@ -85,8 +85,8 @@ def test_the_list_form_starts_every_run_then_waits_on_all_at_once(fake_api, run_
     fake_api.script("ready", steps=["pending", "success"])
     fake_api.script("ready", steps=["pending", "failure"], messages=["rsync: command not found"], migration_id=ready[1])
     result, warnings = run_logic(migration_ready, {"migration_ids": ready + [running]})
-    assert isinstance(result, ModuleFailure) and result.msg.startswith("1 of 4 migrations failed: migration %d: "
-                                                                      "The migration run failed (rsync_missing)" % ready[1])
+    failed = "1 of 4 migrations failed: migration %d: The migration run failed (rsync_missing)" % ready[1]
+    assert isinstance(result, ModuleFailure) and result.msg.startswith(failed)
     states = [(r["migration_id"], r.get("ticket_state"), r.get("state"), r["failed"]) for r in result.details["results"]]
     assert states == [(ready[0], "success", None, False), (ready[1], "failure", None, True),
                       (ready[2], "success", None, False), (running, None, "migration-succeeded", False)]
