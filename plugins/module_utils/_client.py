@@ -101,14 +101,10 @@ class WPCloudAPIError(Exception):
     def __init__(self, message, status=None, operation=None, api_message=None, data=None,
                  retry_safe=False, effect="rejected", attempts=1):
         super().__init__(message)
-        self.message = message
-        self.status = status
-        self.operation = operation
-        self.api_message = api_message
-        self.data = data
-        self.retry_safe = retry_safe
-        self.effect = effect
-        self.attempts = attempts
+        self.message, self.data = message, data
+        # What a result shows as ``failure`` (to_dict).
+        self.status, self.operation, self.api_message = status, operation, api_message
+        self.retry_safe, self.effect, self.attempts = retry_safe, effect, attempts
 
     def to_dict(self):
         return {
