@@ -64,7 +64,7 @@ seealso:
     link: https://wp.cloud/docs/
 '''
 
-    # Options of the modules that can wait for a response ticket.
+    # Options of the modules that can wait for a response ticket (the wait contract, module_utils/_args.py).
     WAIT = r'''
 options:
   wait:
@@ -95,4 +95,11 @@ options:
         the module is a separate process whose output Ansible reads when it ends, so no progress is shown.
     type: float
     default: 15.0
+  messages:
+    description:
+      - When to fetch each ticket's messages (the full form of the ticket, where the service says why a
+        preflight or run failed).
+    type: str
+    choices: [on_failure, always, never]
+    default: on_failure
 '''

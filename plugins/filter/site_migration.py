@@ -31,14 +31,15 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import MIN_POLL_INTERVAL
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    FAILED_STATES,
+    MIGRATION_SUCCEEDED,
+    MIN_POLL_INTERVAL,
     RUNNING_STATES,
     SECRET_FIELDS,
     SECRET_PARAMS,
+    TICKET_TERMINAL,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import TERMINAL
-from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import RUN_FAILED, RUN_SUCCEEDED
 
 # The steps of the workflow, in order; a site at stage S takes step S next.
 STEPS = ("info", "check", "allow", "create", "key", "preflight", "run")
@@ -357,7 +358,7 @@ def _next(step, s, r):
         info = {"site_id": r.get("site_id"), "migration_id": r.get("migration_id"), "record": r.get("record") or {}}
         if failed:
             return {"stage": DONE, "result": "error", "message": who + "reading its migration failed: %s" % msg}
-        if r.get("state") in RUN_SUCCEEDED:
+        if r.get("state") == MIGRATION_SUCCEEDED:
             return {"stage": DONE, "result": "left_alone", "info": info,
                     "message": "migration succeeded earlier; site_migration_refresh is false"}
         return {"stage": "check", "info": info}
@@ -398,10 +399,10 @@ def _waited(step, s, r, msg, about):
     resumed = bool(r.get("already_running")) if step == "run" else None
     ticket, seen = _ticket_seen(r, resumed)
     if failed and resumed:
-        return {"stage": DONE, "result": "run_failed" if r.get("state") in RUN_FAILED else "run_unfinished",
+        return {"stage": DONE, "result": "run_failed" if r.get("state") in FAILED_STATES else "run_unfinished",
                 "run": seen, "message": about + " that was already running ended in state %s: %s"
                 % (r.get("state") or "unknown", msg)}
-    if failed and r.get("ticket_state") in TERMINAL:     # the ticket ended, and not in success
+    if failed and r.get("ticket_state") in TICKET_TERMINAL:     # the ticket ended, and not in success
         return {"stage": DONE, "result": step + "_failed", step: seen, "diagnosis": seen["diagnosis"],
                 "message": _ticket_failed(r, ticket, about, seen["diagnosis"])}
     if failed and r.get("timed_out"):

@@ -29,6 +29,15 @@ import threading
 import time
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils._version import collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    DEFAULT_API_URL,
+    DEFAULT_RETRIES,
+    DEFAULT_RETRY_TIMEOUT,
+    DEFAULT_TIMEOUT,
+)
+
 try:
     import requests
     from requests.adapters import HTTPAdapter
@@ -40,9 +49,15 @@ except ImportError as exc:  # pragma: no cover - reported by the modules
     HAS_REQUESTS = False
     REQUESTS_IMPORT_ERROR = exc
 
-COLLECTION_VERSION = "0.1.0"
 API_PREFIX = "/api/v1.0/"
-DEFAULT_API_URL = "https://atomic-api.wordpress.com"
+
+# How many calls one task makes at once. A fan-out over a list form (run_for_each) or one wait (on
+# tickets, or on migrations followed by their state) uses CONCURRENT_CALLS threads, and
+# migration_ready runs its PARALLEL_WAITS waits side by side; the read session keeps a connection
+# for each thread that can call at the same time.
+CONCURRENT_CALLS = 16
+PARALLEL_WAITS = 2
+POOL_SIZE = CONCURRENT_CALLS * PARALLEL_WAITS
 
 READ = "read"
 WRITE = "write"
@@ -86,14 +101,10 @@ class WPCloudAPIError(Exception):
     def __init__(self, message, status=None, operation=None, api_message=None, data=None,
                  retry_safe=False, effect="rejected", attempts=1):
         super().__init__(message)
-        self.message = message
-        self.status = status
-        self.operation = operation
-        self.api_message = api_message
-        self.data = data
-        self.retry_safe = retry_safe
-        self.effect = effect
-        self.attempts = attempts
+        self.message, self.data = message, data
+        # What a result shows as ``failure`` (to_dict).
+        self.status, self.operation, self.api_message = status, operation, api_message
+        self.retry_safe, self.effect, self.attempts = retry_safe, effect, attempts
 
     def to_dict(self):
         return {
@@ -202,10 +213,6 @@ _CONNECTION_WORDS = (
 )
 
 
-class _ConnectionLost(Exception):
-    """An SSL error that is not about the certificate: handled like any connection failure."""
-
-
 def _certificate_problem(exc):
     for item in _chain(exc):
         if isinstance(item, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(item):
@@ -234,12 +241,13 @@ def _retry_after(headers):
 class WPCloudClient(object):
     """Calls the partner API. One instance per task; reads share a keep-alive session.
 
-    Safe to share between threads (the list forms and the poller call it concurrently).
+    Safe to share between threads (the list forms and the poller call it concurrently). ``secrets``
+    (a Secrets, the task's) holds what its error texts must never show; the API key is added to it.
     """
 
     def __init__(self, api_url=DEFAULT_API_URL, api_key=None, validate_certs=True, ca_path=None,
-                 timeout=30, retries=5, retry_timeout=120, user_agent=None, on_retry=None,
-                 sleep=time.sleep):
+                 timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES, retry_timeout=DEFAULT_RETRY_TIMEOUT,
+                 user_agent=None, on_retry=None, sleep=None, secrets=None):
         if not HAS_REQUESTS:
             raise WPCloudAPIError("The Python library 'requests' is required on the controller "
                                   "(pip install requests).")
@@ -247,43 +255,28 @@ class WPCloudClient(object):
             raise WPCloudAPIError(MISSING_KEY)
         self.base = api_url.rstrip("/") + API_PREFIX
         self._api_key = api_key
-        self._secrets = set([api_key])
+        self.secrets = secrets if secrets is not None else Secrets()
+        self.secrets.add(api_key)
         self.verify = ca_path if (ca_path and validate_certs) else bool(validate_certs)
         self.timeout = timeout
         self.retries = max(0, int(retries))
         self.retry_timeout = retry_timeout
-        self.user_agent = user_agent or "wpcloud.hosting/%s" % COLLECTION_VERSION
+        version = collection_version()
+        self.user_agent = user_agent or ("wpcloud.hosting/%s" % version if version else "wpcloud.hosting")
         self.on_retry = on_retry
         self.sleep = sleep
         self.calls = []  # (operation, status) of every attempt, for results and tests
         self._session = None
         self._lock = threading.Lock()
 
-    # -- secrets -----------------------------------------------------------------------------
-    def add_secret(self, value):
-        """Register a value that must never appear in an error text."""
-        if value:
-            with self._lock:
-                self._secrets.add(str(value))
-
-    def redact(self, text):
-        if not text:
-            return text
-        text = str(text)
-        with self._lock:
-            secrets = sorted(self._secrets, key=len, reverse=True)
-        for secret in secrets:
-            if secret and secret in text:
-                text = text.replace(secret, "********")
-            quoted = quote(secret, safe="") if secret else ""
-            if quoted and quoted in text:
-                text = text.replace(quoted, "********")
-        return text
-
     # -- transport ---------------------------------------------------------------------------
+    def _transport(self):
+        """The requests adapter a new session sends through (retries are this client's own)."""
+        return HTTPAdapter(max_retries=0, pool_connections=4, pool_maxsize=POOL_SIZE)
+
     def _new_session(self):
         session = requests.Session()
-        adapter = HTTPAdapter(max_retries=0, pool_connections=4, pool_maxsize=32)
+        adapter = self._transport()
         session.mount("https://", adapter)
         session.mount("http://", adapter)
         session.headers.update({
@@ -339,14 +332,13 @@ class WPCloudClient(object):
                 else:
                     resp = session.request(method, url, data=form, timeout=self.timeout,
                                            allow_redirects=False, verify=self.verify)
-            except requests.exceptions.SSLError as exc:
-                if not _certificate_problem(exc):
-                    raise _ConnectionLost(exc)  # a TLS record error mid-request is a lost connection
-                self.calls.append((operation, "tls-error"))
-                raise WPCloudAPIError(
-                    "TLS certificate verification failed for %s. Check validate_certs and ca_path." % self.base,
-                    operation=operation, effect="none", attempts=attempt)
-            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout, _ConnectionLost) as exc:
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+                if isinstance(exc, requests.exceptions.SSLError) and _certificate_problem(exc):
+                    self.calls.append((operation, "tls-error"))
+                    raise WPCloudAPIError(
+                        "TLS certificate verification failed for %s. Check validate_certs and ca_path." % self.base,
+                        operation=operation, effect="none", attempts=attempt)
+                # Any other failure, a TLS record error mid-request too, is a lost connection.
                 not_sent = _not_sent(exc)
                 self.calls.append((operation, "not-sent" if not_sent else "no-answer"))
                 if not_sent or kind == READ:
@@ -382,7 +374,7 @@ class WPCloudClient(object):
             if self.on_retry is not None:
                 self.on_retry("%s: %s; retrying in %.1fs (attempt %d of %d)" % (
                     operation, error.message, delay, attempt + 1, self.retries + 1))
-            self.sleep(delay)
+            (self.sleep or time.sleep)(delay)
 
     def _describe(self, exc):
         """What went wrong with the connection, in words (never the exception's text, which may hold data)."""
@@ -392,16 +384,16 @@ class WPCloudClient(object):
                 return words
         if requests is not None and isinstance(exc, requests.exceptions.Timeout):
             return "no answer within timeout=%ss" % self.timeout
-        return self.redact(exc.__class__.__name__)
+        return self.secrets.mask(exc.__class__.__name__)
 
     def shown_url(self, url):
         """A URL fit for a message: no user:password@, no query string."""
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
-        return self.redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+        return self.secrets.mask(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
 
     def _status_error(self, operation, kind, status, message, data, attempt):
-        api_message = self.redact(message) or None
+        api_message = self.secrets.mask(message) or None
         if status in (401, 403):
             text = ("The API refused the key (HTTP %d%s). Check api_key, the key's IP allow list and "
                     "endpoint access in the partner portal." % (status, ": " + api_message if api_message else ""))

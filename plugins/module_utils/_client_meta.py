@@ -14,37 +14,20 @@ import re
 from urllib.parse import urlsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    ModuleFailure,
-    api_failure,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import WRITE_ONLY_KEYS
 from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
     MIN_KEY_DISTINCT,
     MIN_KEY_LENGTH,
     key_is_strong,
 )
 
-# Keys the service never returns once set.
-WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])
 MAX_URL_LENGTH = 2048
 SECRET_HINT = ("Generate one with: openssl rand -hex 32   (or: python3 -c 'import secrets; "
                "print(secrets.token_hex(32))'), store it with ansible-vault, and pass it in secret_value.")
 
 _CLIENT_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-
-ARGUMENT_SPEC = dict(
-    client=dict(type="str", required=True),
-    key=dict(type="str", required=True, no_log=False),
-    value=dict(type="str"),
-    secret_value=dict(type="str", no_log=True),
-    # on_create: a write-only secret cannot be compared, so the idempotent choice is to send it only when
-    # the key is not set; replacing it is a deliberate act (update_secret: always, once).
-    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
-    state=dict(type="str", default="present", choices=["present", "absent"]),
-)
-MUTUALLY_EXCLUSIVE = [("value", "secret_value")]
-REQUIRED_IF = [("state", "present", ("value", "secret_value"), True)]
 
 
 def validate_webhook_url(url):
@@ -139,8 +122,6 @@ def run(params, ctx):
     key = params["key"]
     secret = key in WRITE_ONLY_KEYS or params.get("secret_value") is not None
     client = ctx.client()
-    if params.get("secret_value"):
-        client.add_secret(params["secret_value"])
     exists, current = _read(client, params)
 
     result = dict(changed=False, client=params["client"], key=key, state=params["state"], operation="none")

@@ -3,65 +3,37 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Migrations: the migration and migration_info module logic, and the record helpers shared with
-migration_preflight and migration_ready.
+"""Migrations: the migration and migration_info module logic, and the migration records (the one reader
+of migration.get) that migration_preflight and migration_ready use too.
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime
-import hashlib
-import json
-import os
 import re
-import tempfile
 
-try:
-    from cryptography.hazmat.primitives import serialization
-    HAS_CRYPTOGRAPHY = True
-except ImportError:  # pragma: no cover - reported when ssh_id is used
-    serialization = None
-    HAS_CRYPTOGRAPHY = False
-
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, validate_host, validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    NULL_ID_MSG,
-    ModuleFailure,
-    api_failure,
-    as_int_or_str,
-    list_result,
-    run_for_each,
-    validate_host,
-    validate_site,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
 from ansible_collections.wpcloud.hosting.plugins.module_utils._site import read_allow_site_migration
-
-# Module option -> the service's parameter name. The one place where the names are mapped.
-FIELD_NAMES = {
-    "remote_host": "remote-host",
-    "remote_user": "remote-user",
-    "remote_port": "remote-port",
-    "remote_pass": "remote-pass",
-    "remote_docroot": "remote-docroot",
-    "remote_domain": "remote-domain",
-    "ssh_id": "ssh-id",
-    "ssh_id_pass": "ssh-id-pass",
-}
-PLAIN_FIELDS = ("remote_host", "remote_user", "remote_port", "remote_docroot", "remote_domain")
-SECRET_FIELDS = ("remote_pass", "ssh_id", "ssh_id_pass")
-SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
-REDACTED = "[redacted]"
+from ansible_collections.wpcloud.hosting.plugins.module_utils._ssh_key import inspect_ssh_id
+from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import read_state_file, write_state_file
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    FIELD_NAMES,
+    PLAIN_FIELDS,
+    RECORD_SECRETS,
+    RUNNING_STATES,
+    SECRET_FIELDS,
+    SECRET_PARAMS,
+    as_int_or_str,
+)
 
 UNSENT_HINT = ("credentials cannot be read back to compare, and update_secret is on_create, so the service keeps "
                "the ones it has. If they changed, run this task once with update_secret: always, then run "
                "preflight again.")
-
-RUNNING_STATES = frozenset(["migration-running"])
-TERMINAL_RUN_STATES = frozenset(["migration-succeeded", "migration-failed"])
-PREFLIGHT_OK = "preflight-succeeded"
 
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
@@ -70,100 +42,12 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 # sent on update would overwrite the stored value, e.g. remote-port 2022 with 22).
 CREATE_DEFAULTS = {"remote_port": 22}
 
-# One migration's options: the module's own, and each element of its list form ``migrations``.
-# No option that is sent to the service has a spec default (see CREATE_DEFAULTS).
-_MIGRATION_OPTIONS = dict(
-    site=dict(type="str"),
-    migration_id=dict(type="int"),
-    remote_host=dict(type="str"),
-    remote_user=dict(type="str"),
-    remote_port=dict(type="int"),
-    remote_pass=dict(type="str", no_log=True),
-    remote_docroot=dict(type="str"),
-    remote_domain=dict(type="str"),
-    ssh_id=dict(type="str", no_log=True),
-    ssh_id_pass=dict(type="str", no_log=True),
-    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
-    state_file=dict(type="path"),
-)
-MUTUALLY_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]
-REQUIRED_BY = {"ssh_id_pass": ("ssh_id",)}
-
-# In ``migrations`` the task's options are the defaults of every element, so elements have none.
-_ELEMENT_OPTIONS = dict((name, dict((k, v) for k, v in spec.items() if k != "default"))
-                        for name, spec in _MIGRATION_OPTIONS.items())
-ARGUMENT_SPEC = dict(
-    _MIGRATION_OPTIONS,
-    migrations=dict(type="list", elements="dict", options=_ELEMENT_OPTIONS,
-                    mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                    required_by=REQUIRED_BY, required_one_of=[("site", "migration_id")]),
-)
-MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE + [("migrations", "site"), ("migrations", "migration_id"),
-                                           ("migrations", "state_file")]
-REQUIRED_ONE_OF = [("site", "migration_id", "migrations")]
-# Only these are the element's own; the others default to the task's value.
+# The options of an element of ``migrations`` that are its own; the others default to the task's value.
 ELEMENT_ONLY = ("site", "migration_id", "state_file")
-
-INFO_ARGUMENT_SPEC = dict(
-    site=dict(type="str"),
-    sites=dict(type="list", elements="str"),
-    migration_id=dict(type="int"),
-)
-# site and migration_id together stay allowed (resolve_migration checks that they match).
-INFO_MUTUALLY_EXCLUSIVE = [("sites", "site"), ("sites", "migration_id")]
-INFO_REQUIRED_ONE_OF = [("site", "migration_id", "sites")]
-
-
-# -- SSH keys ------------------------------------------------------------------------------------------
-
-def _load_private_key(text, password):
-    data = text.encode("utf-8")
-    if b"BEGIN OPENSSH PRIVATE KEY" in data:
-        return serialization.load_ssh_private_key(data, password=password)
-    return serialization.load_pem_private_key(data, password=password)
-
-
-def inspect_ssh_id(ssh_id, ssh_id_pass):
-    """Check the key locally before anything is sent; return its public key's SHA256 fingerprint.
-
-    Error texts never contain the key or the passphrase.
-    """
-    if not HAS_CRYPTOGRAPHY:
-        raise ModuleFailure("ssh_id needs the Python library 'cryptography' on the controller to check the key "
-                            "(pip install cryptography).")
-    if not ssh_id.strip():
-        raise ModuleFailure("ssh_id is empty: pass the text of an SSH private key (OpenSSH or PEM format).")
-    unreadable = ModuleFailure("ssh_id could not be read as an SSH private key (OpenSSH or PEM format). "
-                               "Pass the key's text, for example with lookup('file', 'id_ed25519').")
-    # First without a passphrase: that tells an encrypted key from one that is not.
-    try:
-        key = _load_private_key(ssh_id, None)
-        encrypted = False
-    except TypeError:
-        encrypted = True
-    except Exception:  # pylint: disable=broad-exception-caught
-        # cryptography raises ValueError and a few other types for malformed input; never echo it.
-        raise unreadable
-    if not encrypted and ssh_id_pass is not None:
-        raise ModuleFailure("ssh_id_pass was given but ssh_id is not encrypted: remove ssh_id_pass "
-                            "(the service must only get a passphrase for a protected key).")
-    if encrypted:
-        if ssh_id_pass is None:
-            raise ModuleFailure("ssh_id is an encrypted private key: pass its passphrase in ssh_id_pass.")
-        try:
-            key = _load_private_key(ssh_id, ssh_id_pass.encode("utf-8"))
-        except Exception as exc:  # pylint: disable=broad-exception-caught
-            if type(exc).__name__ == "UnsupportedAlgorithm":
-                # OpenSSH's own key encryption uses bcrypt_pbkdf, which cryptography delegates to bcrypt.
-                raise ModuleFailure("ssh_id is a passphrase-protected OpenSSH key; checking its passphrase needs "
-                                    "the Python library 'bcrypt' on the controller (pip install bcrypt).")
-            raise ModuleFailure("ssh_id_pass does not open ssh_id: the passphrase is wrong.")
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-    blob = base64.b64decode(public.split()[1])
-    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
 
 
 def auth_method(remote_pass=None, ssh_id=None, ssh_id_pass=None):
+    """The service's ``auth`` of a migration with these credentials."""
     if remote_pass is not None:
         return "password"
     if ssh_id is not None:
@@ -174,18 +58,8 @@ def auth_method(remote_pass=None, ssh_id=None, ssh_id_pass=None):
 # -- records -------------------------------------------------------------------------------------------
 
 def redact_record(record):
-    """A migration record safe to return: credential fields always read [redacted]."""
-    if not isinstance(record, dict):
-        return record
-    safe = {}
-    for name, value in record.items():
-        if name in SECRET_PARAMS or name == "generated-ssh-id":
-            safe[name] = REDACTED
-        elif isinstance(value, dict):
-            safe[name] = redact_record(value)
-        else:
-            safe[name] = value
-    return safe
+    """A migration record safe to return: every credential field reads as the mask, whatever it holds."""
+    return mask(record, fields=RECORD_SECRETS)
 
 
 def record_args(record):
@@ -198,17 +72,24 @@ def record_state(record):
     return str(state) if state is not None else None
 
 
+def read_migration(client, migration_id):
+    """The record of a migration, or None when the service does not know it (404). The one reader of
+    migration.get: WPCloudAPIError for any other failure."""
+    resp = client.call("migration.get", accept_status=(404,), migration_id=migration_id)
+    if resp.status == 404:
+        return None
+    return resp.data if isinstance(resp.data, dict) else {}
+
+
 def get_migration(client, migration_id, missing_ok=False):
     try:
-        resp = client.call("migration.get", accept_status=(404,), migration_id=migration_id)
+        record = read_migration(client, migration_id)
     except WPCloudAPIError as exc:
         raise api_failure(exc, "Reading migration %s" % migration_id)
-    if resp.status == 404:
-        if missing_ok:
-            return None
+    if record is None and not missing_ok:
         raise ModuleFailure("migration_id %s was not found (HTTP 404): check the ID recorded for this site."
                             % migration_id, failure={"status": 404, "operation": "migration.get"})
-    return resp.data if isinstance(resp.data, dict) else {}
+    return record
 
 
 def migration_id_of(record, fallback=None):
@@ -249,46 +130,6 @@ def public_record(record, migration_id):
         "state": record_state(record),
         "record": redact_record(record),
     }
-
-
-# -- the state file: the migration ID kept with the destination site ---------------------------------------
-
-def read_state_file(path):
-    """The recorded state of a site, or {} when there is none yet."""
-    if not path or not os.path.exists(path):
-        return {}
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise ModuleFailure("state_file %s could not be read as JSON (%s): fix or remove it; it holds the "
-                            "migration ID of the site." % (path, exc.__class__.__name__))
-    return data if isinstance(data, dict) else {}
-
-
-def write_state_file(path, site, migration_id, **extra):
-    """Atomically record the migration ID (write to a temporary file, fsync, rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    # Many sites of one play write their files at once: tolerate the directory appearing meanwhile.
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    data = read_state_file(path)
-    data.update(extra)
-    data.update(site=site, migration_id=migration_id,
-                updated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise ModuleFailure("state_file %s could not be written (%s). The migration ID is %s: record it."
-                            % (path, exc.__class__.__name__, migration_id), migration_id=migration_id)
-    return data
 
 
 # -- the migration module ---------------------------------------------------------------------------------
@@ -429,8 +270,6 @@ def _run_one(params, ctx):
     if params.get("site") is None and params.get("migration_id") is None:
         return _null_target(params, ctx, fingerprint), None
     client = ctx.client()
-    for field in SECRET_FIELDS:
-        client.add_secret(params.get(field))
     migration_id, record = resolve_migration(client, params)
     if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
             and not ctx.check_mode:
@@ -477,10 +316,11 @@ def _run_one(params, ctx):
     # Existing migration: compare what can be read, send only the differences in what the user gave.
     current = record_args(record)
     wanted = _desired_plain(params)
-    if wanted.get("remote-port") == CREATE_DEFAULTS["remote_port"] and "remote-port" not in current:
-        wanted.pop("remote-port")  # the service's default; nothing to change
-    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (
-        k == "remote-domain" and k not in current))
+    port, domain = FIELD_NAMES["remote_port"], FIELD_NAMES["remote_domain"]
+    if wanted.get(port) == CREATE_DEFAULTS["remote_port"] and port not in current:
+        wanted.pop(port)  # the service's default; nothing to change
+    # An empty remote-domain is sent when the record has none (empty means "the destination's default").
+    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (k == domain and k not in current))
     current_auth = record.get("auth")
     note = None
     if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
@@ -587,11 +427,7 @@ def _run_migrations(params, ctx):
                 raise ModuleFailure("migrations lists %s %s twice: give each site, migration and state_file "
                                     "once." % (key, single[key]))
             seen.add(value)
-    client = ctx.client()
-    # Registered before the threads start: every error text of every element is redacted.
-    for single in elements:
-        for field in SECRET_FIELDS:
-            client.add_secret(single.get(field))
+    ctx.client()  # a connection problem fails the task once, not each element
 
     notes = []
 

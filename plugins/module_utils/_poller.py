@@ -3,74 +3,35 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The one poller: waits on response tickets (and migration states) under one wait contract.
+"""The one poller: follows items (response tickets, or anything with ``done``) under one wait contract.
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
-Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``progress_interval``): a 202 means
-"no response yet", ``running`` keeps the wait going, ``success`` and ``failure`` end it; a list of
-tickets is polled concurrently in rounds, one poll per pending ticket per interval, so waiting on 100
-tickets takes about as long as the slowest one. Past the deadline the wait ends with the last state
-seen. At least every ``progress_interval`` seconds a progress line (counts, states, elapsed time; never
-a secret) goes to the runner's progress channel: Ansible's display when the module runs in the
+Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``progress_interval``; module_utils/_args.py):
+a 202 means "no response yet", ``running`` keeps the wait going, ``success`` and ``failure`` end it; a
+list of items is polled concurrently in rounds, one poll per unfinished item per interval, so waiting
+on 100 tickets takes about as long as the slowest one. Past the deadline the wait ends with the last
+state seen. At least every ``progress_interval`` seconds a progress line (counts, states, elapsed time;
+never a secret) goes to the runner's progress channel: Ansible's display when the module runs in the
 controller; the classic module process has no channel and stays silent until it returns.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import validate_poll
-
-TERMINAL = frozenset(["success", "failure"])
-PENDING = "pending"  # our name for a 202: the ticket exists but has no response yet
-MAX_CONCURRENT_POLLS = 16
-
-# Matching of failure messages to causes. The real service's wording is not published, so this is
-# the one place to adjust. Messages are read from the last to the first (the cause of a failure is
-# reported last; earlier lines are progress such as "Found WordPress installation in public_html"),
-# and within one message the first code whose pattern matches wins.
-DIAGNOSES = [
-    ("auth_failed",
-     [r"permission denied", r"authentication (?:failed|failure)", r"could not authenticate",
-      r"too many authentication failures", r"bad passphrase", r"incorrect passphrase",
-      r"host key verification failed", r"load key .*(?:invalid format|passphrase)"],
-     "The service could not log in to the source over SSH. If the migration uses the identity the service "
-     "generated, add the returned ssh_id_pub to ~/.ssh/authorized_keys of remote_user on remote_host; "
-     "otherwise check remote_user, remote_pass or ssh_id/ssh_id_pass and that remote_port reaches sshd. "
-     "Then update the migration and run preflight again."),
-    ("wp_cli_missing",
-     [r"(?:^|[\s:])wp: (?:command )?not found", r"wp-cli (?:is )?(?:not|un)available", r"wp-cli.*not (?:found|installed)",
-      r"wp-cli.*missing"],
-     "WP-CLI (the wp command) is not available to remote_user on the source. Install WP-CLI on the source "
-     "host, in a directory on the user's PATH for non-interactive SSH sessions, and run preflight again."),
-    ("rsync_missing",
-     [r"rsync: (?:command )?not found", r"rsync (?:is )?(?:not|un)available", r"rsync.*not installed"],
-     "rsync is not available to remote_user on the source. Install rsync on the source host (for example "
-     "apt-get install rsync) and run preflight again."),
-    ("docroot_missing",
-     [r"could not (?:locate|find) (?:a |the )?wordpress", r"no wordpress installation", r"wp-config\.php.*not found",
-      r"(?:document root|docroot).*(?:not found|does not exist|missing|no such)", r"set remote[-_]docroot"],
-     "No WordPress document root was found on the source. Set remote_docroot to the directory that "
-     "holds wp-config.php (for example /home/USER/public_html), update the migration and run preflight again."),
-]
-UNKNOWN_HINT = ("The failure did not match a known cause; read the ticket messages. Correct the problem "
-                "with an update of the migration, then run preflight again.")
-
-
-def diagnose(messages):
-    """Return {code, hint, matched} for a failed ticket's messages."""
-    for message in reversed(list(messages or [])):
-        for code, patterns, hint in DIAGNOSES:
-            for pattern in patterns:
-                match = re.search(pattern, message, re.IGNORECASE)
-                if match:
-                    return {"code": code, "hint": hint, "matched": match.group(0).strip()}
-    return {"code": "unknown", "hint": UNKNOWN_HINT, "matched": None}
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    TICKET_FAILURE,
+    TICKET_ID_PARAM,
+    TICKET_PENDING,
+    TICKET_RUNNING,
+    TICKET_SUCCESS,
+    TICKET_TERMINAL,
+    UNREADABLE,
+)
 
 
 def _first(data, *names):
@@ -100,7 +61,7 @@ def parse_messages(data):
 
 def parse_status(data):
     status = _first(data, "status", "state")
-    return str(status).lower() if status is not None else "running"
+    return str(status).lower() if status is not None else TICKET_RUNNING
 
 
 def parse_count(data, fallback=None):
@@ -117,7 +78,7 @@ class Ticket(object):
     def __init__(self, ticket_id, started):
         self.ticket_id = ticket_id
         self.started = started
-        self.status = PENDING
+        self.status = TICKET_PENDING
         self.response_count = 0
         self.polls = 0
         self.completed_at = None
@@ -127,11 +88,11 @@ class Ticket(object):
 
     @property
     def done(self):
-        return self.status in TERMINAL or self.error is not None
+        return self.status in TICKET_TERMINAL or self.error is not None
 
     @property
     def failed(self):
-        return self.status == "failure" or self.error is not None
+        return self.status == TICKET_FAILURE or self.error is not None
 
     def progress(self):
         if self.error is not None:
@@ -143,7 +104,7 @@ class Ticket(object):
         end = self.completed_at if self.completed_at is not None else now
         result = {
             "ticket_id": self.ticket_id,
-            "state": self.status if self.error is None else "error",
+            "state": self.status if self.error is None else UNREADABLE,
             "response_count": self.response_count,
             "elapsed": round(end - self.started, 3),
             "polls": self.polls,
@@ -152,8 +113,6 @@ class Ticket(object):
             result["messages"] = self.messages
         if self.error is not None:
             result["error"] = self.error
-        if self.status == "failure":
-            result["diagnosis"] = diagnose(self.messages or [])
         return result
 
 
@@ -165,27 +124,27 @@ def _ticket_error(exc, ticket_id):
     return exc.message
 
 
-def poll_ticket(client, ticket, clock=time.monotonic):
+def poll_ticket(client, ticket, clock=None):
     """One summary poll; updates ticket in place."""
     ticket.polls += 1
     try:
-        resp = client.call("ticket.summary", params={"response-ticket-id": ticket.ticket_id})
+        resp = client.call("ticket.summary", params={TICKET_ID_PARAM: ticket.ticket_id})
     except WPCloudAPIError as exc:
         ticket.error = _ticket_error(exc, ticket.ticket_id)
         ticket.error_status = exc.status
         return
     if resp.pending:
-        ticket.status = PENDING
+        ticket.status = TICKET_PENDING
         return
     ticket.status = parse_status(resp.data)
     ticket.response_count = parse_count(resp.data, ticket.response_count)
-    if ticket.status in TERMINAL:
-        ticket.completed_at = clock()
+    if ticket.status in TICKET_TERMINAL:
+        ticket.completed_at = (clock or time.monotonic)()
 
 
 def fetch_messages(client, ticket):
     try:
-        resp = client.call("ticket.full", params={"response-ticket-id": ticket.ticket_id})
+        resp = client.call("ticket.full", params={TICKET_ID_PARAM: ticket.ticket_id})
     except WPCloudAPIError as exc:
         ticket.messages = ["(messages could not be read: %s)" % exc.message]
         return
@@ -201,12 +160,12 @@ class Progress(object):
     state: ``response_ticket_wait: ticket T running (3 responses), 20 s elapsed``.
     """
 
-    def __init__(self, label, interval, emit, clock=time.monotonic):
+    def __init__(self, label, interval, emit, clock=None):
         self.label = label
         self.interval = interval if emit is not None else 0
         self.emit = emit
-        self.clock = clock
-        self.started = clock()
+        self.clock = clock or time.monotonic
+        self.started = self.clock()
         self.last = self.started
         self.groups = []
         self.lines = 0
@@ -242,11 +201,20 @@ class Progress(object):
         return "%s: %d/%d done (%d failed), %d running, %s" % ((self.label,) + counts + (elapsed,))
 
 
-def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
-                    sleep=time.sleep, pool=None, progress=None):
+def progress_for(label, params, ctx):
+    """The Progress of a task's waits: lines to the runner's channel (ctx.progress), masked."""
+    channel = getattr(ctx, "progress", None)
+    emit = (lambda line: channel(ctx.secrets.mask(line))) if channel is not None else None
+    return Progress(label, params.get("progress_interval") or 0, emit)
+
+
+def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=None, sleep=None, pool=None,
+                    progress=None):
     """Poll every unfinished item once per round (concurrently) until all are done or the deadline
     passes. Returns True when the deadline ended the wait. Between rounds, ``progress`` (a Progress)
-    gets its ticks, also within a long poll_interval."""
+    gets its ticks, also within a long poll_interval. ``clock`` and ``sleep`` default to the time
+    module's, looked up at each call."""
+    clock, sleep = clock or time.monotonic, sleep or time.sleep
     deadline = clock() + wait_timeout
     if progress is not None:
         progress.track(items)
@@ -277,101 +245,34 @@ def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clo
             sleep(wake - now)
 
 
+def _pool(items):
+    return ThreadPoolExecutor(max_workers=min(CONCURRENT_CALLS, max(1, len(items))))
+
+
+def follow(items, poll_one, wait_timeout, poll_interval, **options):
+    """poll_until_done with each round's polls on at most CONCURRENT_CALLS threads."""
+    with _pool(items) as pool:
+        return poll_until_done(items, poll_one, wait_timeout, poll_interval, pool=pool, **options)
+
+
 def wait_for_tickets(client, ticket_ids, wait_timeout, poll_interval, wait=True, messages="on_failure",
-                     clock=time.monotonic, sleep=time.sleep, progress=None):
+                     clock=None, sleep=None, progress=None):
     """Poll every ticket until all are done or the deadline passes. Returns (tickets, timed_out)."""
-    start = clock()
+    start = (clock or time.monotonic)()
     tickets = [Ticket(ticket_id, start) for ticket_id in ticket_ids]
-    workers = min(MAX_CONCURRENT_POLLS, max(1, len(tickets)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        timed_out = poll_until_done(tickets, lambda t: poll_ticket(client, t, clock), wait_timeout, poll_interval,
-                                    wait=wait, clock=clock, sleep=sleep, pool=pool, progress=progress)
-        wanted = [t for t in tickets if t.error is None and (
-            messages == "always" or (messages == "on_failure" and t.status == "failure"))]
-        list(pool.map(lambda t: fetch_messages(client, t), wanted))
+    timed_out = follow(tickets, lambda t: poll_ticket(client, t, clock), wait_timeout, poll_interval, wait=wait,
+                       clock=clock, sleep=sleep, progress=progress)
+    wanted = [t for t in tickets if t.error is None and (
+        messages == "always" or (messages == "on_failure" and t.status == TICKET_FAILURE))]
+    if wanted:
+        with _pool(wanted) as pool:
+            list(pool.map(lambda t: fetch_messages(client, t), wanted))
     return tickets, timed_out
 
 
-class MigrationRun(object):
-    """What a wait knows of a migration followed by its state (when its run's ticket is unknown)."""
-
-    ACTIVE = frozenset(["migration-running", "preflight-running"])
-
-    def __init__(self, migration_id, started):
-        self.migration_id = migration_id
-        self.started = started
-        self.state = None
-        self.polls = 0
-        self.completed_at = None
-        self.error = None
-
-    @property
-    def done(self):
-        return self.error is not None or (self.state is not None and self.state not in self.ACTIVE)
-
-    @property
-    def failed(self):
-        return self.error is not None or (self.state or "").endswith("-failed")
-
-    def progress(self):
-        if self.error is not None:
-            return "migration %s could not be read" % self.migration_id
-        return "migration %s %s" % (self.migration_id, self.state or "not read yet")
-
-    def as_result(self, now):
-        end = self.completed_at if self.completed_at is not None else now
-        result = {"migration_id": self.migration_id, "state": self.state if self.error is None else "error",
-                  "elapsed": round(end - self.started, 3), "polls": self.polls}
-        if self.error is not None:
-            result["error"] = self.error
-        return result
-
-
-def poll_migration(client, run, clock=time.monotonic):
-    run.polls += 1
-    try:
-        resp = client.call("migration.get", migration_id=run.migration_id)
-    except WPCloudAPIError as exc:
-        run.error = ("Migration %s was not found (HTTP 404)." % run.migration_id if exc.status == 404
-                     else exc.message)
-        return
-    data = resp.data if isinstance(resp.data, dict) else {}
-    run.state = str(data.get("state")) if data.get("state") is not None else "unknown"
-    if run.done:
-        run.completed_at = clock()
-
-
-def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=time.monotonic,
-                        sleep=time.sleep, progress=None):
-    """Follow migrations by their state until none is running. Returns (runs, timed_out)."""
-    start = clock()
-    runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
-    workers = min(MAX_CONCURRENT_POLLS, max(1, len(runs)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        timed_out = poll_until_done(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval,
-                                    wait=wait, clock=clock, sleep=sleep, pool=pool, progress=progress)
-    return runs, timed_out
-
-
-def wait_options(params):
-    """The shared wait options, checked once for every module that waits."""
-    validate_poll(params)
-    return dict(wait=params.get("wait", True), wait_timeout=params["wait_timeout"],
-                poll_interval=params["poll_interval"], progress_interval=params.get("progress_interval", 0))
-
-
-def progress_for(label, params, ctx, client=None):
-    """The Progress of a task's waits: lines to the runner's channel (ctx.progress), redacted."""
-    emit = None
-    if getattr(ctx, "progress", None) is not None:
-        emit = (lambda line: ctx.progress(client.redact(line))) if client is not None else ctx.progress
-    return Progress(label, params.get("progress_interval") or 0, emit)
-
-
-def wait_summary(items, timed_out, clock=time.monotonic, succeeded=("success",),
-                 failed=("failure", "error")):
+def wait_summary(items, timed_out, clock=None, succeeded=(TICKET_SUCCESS,), failed=(TICKET_FAILURE, UNREADABLE)):
     """Results of a wait: one entry per ticket (or migration) and the counts the modules report."""
-    now = clock()
+    now = (clock or time.monotonic)()
     results = [item.as_result(now) for item in items]
     return {
         "results": results,

@@ -14,10 +14,8 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    ModuleContext,
-    ModuleFailure,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
 
 
 def run_module(module_spec, logic):
@@ -29,13 +27,17 @@ def run_module(module_spec, logic):
     module = AnsibleModule(supports_check_mode=True, **module_spec)
     if not HAS_REQUESTS:
         module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
-    ctx = ModuleContext(module.params, check_mode=module.check_mode, diff=module._diff, warn=module.warn)
+    ctx = ModuleContext(module.params, module_spec["argument_spec"], check_mode=module.check_mode,
+                        diff=module._diff, warn=module.warn)
+    exit_json = module.exit_json
     try:
         result = logic(module.params, ctx)
     except ModuleFailure as failure:
+        result = dict(failure.details, msg=failure.msg)
+        exit_json = module.fail_json
+    finally:
         ctx.close()
-        module.no_log_values.update(ctx.no_log_values)
-        module.fail_json(msg=failure.msg, **failure.details)
-    ctx.close()
-    module.no_log_values.update(ctx.no_log_values)
-    module.exit_json(**result)
+    # Masked here as on the controller path (AnsibleModule then finds nothing left to mask); it drops
+    # the invocation unless the controller asks for it.
+    result["invocation"] = {"module_args": module.params}
+    exit_json(**ctx.secrets.mask(result))

@@ -10,28 +10,15 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 
 from __future__ import annotations
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    ModuleFailure,
-    api_failure,
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    ALLOW_FLAG_VALUES,
+    ALLOW_OFF_VALUES,
     as_int_or_str,
-    list_result,
-    run_for_each,
-    validate_site,
 )
-
-# Values of allow_site_migration that mean "enabled, no migration attached". How the service spells the
-# flag is not documented (a public SDK sends "true"); anything else non-empty is taken as a migration ID.
-FLAG_VALUES = frozenset(["true", "1", "yes", "on", "enabled"])
-OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none", "null"])
-
-ARGUMENT_SPEC = dict(
-    site=dict(type="str"),
-    sites=dict(type="list", elements="str"),
-    confirm_overwrite=dict(type="bool", default=False),
-)
-MUTUALLY_EXCLUSIVE = [("site", "sites")]
-REQUIRED_ONE_OF = [("site", "sites")]
 
 
 def read_allow_site_migration(client, site):
@@ -49,9 +36,9 @@ def read_allow_site_migration(client, site):
     if value is True:
         return True, None
     text = str(value).strip()
-    if text.lower() in OFF_VALUES:
+    if text.lower() in ALLOW_OFF_VALUES:
         return False, None
-    if text.lower() in FLAG_VALUES:
+    if text.lower() in ALLOW_FLAG_VALUES:
         return True, None
     return True, as_int_or_str(text)
 
@@ -97,7 +84,7 @@ def _run_allow_sites(params, ctx):
             "confirm_overwrite must be true: allowing incoming migrations accepts that every later run of a "
             "migration replaces the files and database of each site in sites, and this cannot be undone. Set "
             "confirm_overwrite: true once you are sure these are the right destinations.")
-    ctx.client()
+    ctx.client()  # a connection problem fails the task once, not each site
     results = run_for_each(params["sites"], lambda site: run_allow(dict(params, site=site, sites=None), ctx))
     for given, result in zip(params["sites"], results):
         result.setdefault("site", given)

@@ -139,19 +139,23 @@ failure:
   sample: {"status": 403, "operation": "client_meta.get", "message": "Forbidden", "retry_safe": false, "effect": "none", "attempts": 1}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client_meta import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_IF,
-    run as run_logic,
-)
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client_meta import run as run_logic
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 
 MODULE_SPEC = dict(
-    argument_spec=api_spec_with(ARGUMENT_SPEC),
-    mutually_exclusive=MUTUALLY_EXCLUSIVE,
-    required_if=REQUIRED_IF,
+    argument_spec=api_spec_with(dict(
+        client=dict(type="str", required=True),
+        key=dict(type="str", required=True, no_log=False),
+        value=dict(type="str"),
+        secret_value=dict(type="str", no_log=True),
+        # on_create: a write-only secret cannot be compared, so the idempotent choice is to send it only when
+        # the key is not set; replacing it is a deliberate act (update_secret: always, once).
+        update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+    )),
+    mutually_exclusive=[("value", "secret_value")],
+    required_if=[("state", "present", ("value", "secret_value"), True)],
 )
 
 

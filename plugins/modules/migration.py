@@ -322,21 +322,44 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_BY,
-    REQUIRED_ONE_OF,
-    run as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import run as run_logic
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 
+# One migration's options: the module's own, and each element of its list form ``migrations``. No option
+# that is sent to the service has a spec default: an update sends only what the user gave (the defaults
+# of a new migration are CREATE_DEFAULTS in module_utils/_migration.py).
+_ONE_MIGRATION = dict(
+    site=dict(type="str"),
+    migration_id=dict(type="int"),
+    remote_host=dict(type="str"),
+    remote_user=dict(type="str"),
+    remote_port=dict(type="int"),
+    remote_pass=dict(type="str", no_log=True),
+    remote_docroot=dict(type="str"),
+    remote_domain=dict(type="str"),
+    ssh_id=dict(type="str", no_log=True),
+    ssh_id_pass=dict(type="str", no_log=True),
+    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
+    state_file=dict(type="path"),
+)
+_CREDENTIALS_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]
+_REQUIRED_BY = {"ssh_id_pass": ("ssh_id",)}
+
 MODULE_SPEC = dict(
-    argument_spec=api_spec_with(ARGUMENT_SPEC),
-    mutually_exclusive=MUTUALLY_EXCLUSIVE,
-    required_by=REQUIRED_BY,
-    required_one_of=REQUIRED_ONE_OF,
+    argument_spec=api_spec_with(dict(
+        _ONE_MIGRATION,
+        # In migrations the task's options are the defaults of every element, so elements have none.
+        migrations=dict(type="list", elements="dict",
+                        options=dict((name, dict((k, v) for k, v in spec.items() if k != "default"))
+                                     for name, spec in _ONE_MIGRATION.items()),
+                        mutually_exclusive=_CREDENTIALS_EXCLUSIVE, required_by=_REQUIRED_BY,
+                        required_one_of=[("site", "migration_id")]),
+    )),
+    mutually_exclusive=_CREDENTIALS_EXCLUSIVE + [("migrations", "site"), ("migrations", "migration_id"),
+                                                 ("migrations", "state_file")],
+    required_by=_REQUIRED_BY,
+    required_one_of=[("site", "migration_id", "migrations")],
 )
 
 

@@ -132,17 +132,16 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
-    INFO_ARGUMENT_SPEC,
-    INFO_MUTUALLY_EXCLUSIVE,
-    INFO_REQUIRED_ONE_OF,
-    run_info as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import SITE_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import run_info as run_logic
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
 
-MODULE_SPEC = dict(argument_spec=api_spec_with(INFO_ARGUMENT_SPEC), mutually_exclusive=INFO_MUTUALLY_EXCLUSIVE,
-                   required_one_of=INFO_REQUIRED_ONE_OF)
+MODULE_SPEC = dict(
+    argument_spec=api_spec_with(dict(SITE_ARGUMENT_SPEC, migration_id=dict(type="int"))),
+    # site and migration_id together stay allowed (the migration must belong to the site).
+    mutually_exclusive=[("sites", "site"), ("sites", "migration_id")],
+    required_one_of=[("site", "migration_id", "sites")],
+)
 
 
 def main():

@@ -37,12 +37,6 @@ options:
       - Mutually exclusive with O(migration_id).
     type: list
     elements: int
-  messages:
-    description:
-      - When to fetch the ticket's messages (the full form of the ticket).
-    type: str
-    choices: [on_failure, always, never]
-    default: on_failure
 extends_documentation_fragment:
   - wpcloud.hosting.api
   - wpcloud.hosting.api.WAIT
@@ -201,20 +195,14 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
-    PREFLIGHT_ARGUMENT_SPEC,
-    PREFLIGHT_CHECK_MODE_NULLS,
-    START_MUTUALLY_EXCLUSIVE,
-    START_REQUIRED_ONE_OF,
-    run_preflight as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_preflight as run_logic
 
-# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
-CHECK_MODE_NULLS = PREFLIGHT_CHECK_MODE_NULLS
-MODULE_SPEC = dict(argument_spec=api_spec_with(PREFLIGHT_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
-                   required_one_of=START_REQUIRED_ONE_OF)
+MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(START_ARGUMENT_SPEC))
+# Check mode across a workflow: null items of these lists are IDs an earlier task only pretended to create
+# (see plugins/plugin_utils/_controller_action.py); what the module would do with them.
+CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their preflights would be started")
 
 
 def main():

@@ -47,12 +47,6 @@ options:
         know the service accepts the run and the source is ready.
     type: bool
     default: true
-  messages:
-    description:
-      - When to fetch the ticket's messages.
-    type: str
-    choices: [on_failure, always, never]
-    default: on_failure
 extends_documentation_fragment:
   - wpcloud.hosting.api
   - wpcloud.hosting.api.WAIT
@@ -179,20 +173,16 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
-    READY_ARGUMENT_SPEC,
-    READY_CHECK_MODE_NULLS,
-    START_MUTUALLY_EXCLUSIVE,
-    START_REQUIRED_ONE_OF,
-    run_ready as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_ready as run_logic
 
+MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(dict(
+    START_ARGUMENT_SPEC,
+    require_preflight=dict(type="bool", default=True),
+)))
 # Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
-CHECK_MODE_NULLS = READY_CHECK_MODE_NULLS
-MODULE_SPEC = dict(argument_spec=api_spec_with(READY_ARGUMENT_SPEC), mutually_exclusive=START_MUTUALLY_EXCLUSIVE,
-                   required_one_of=START_REQUIRED_ONE_OF)
+CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their runs would be started")
 
 
 def main():

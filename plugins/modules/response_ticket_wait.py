@@ -39,12 +39,6 @@ options:
         counts as failed in state C(migration-failed) or C(preflight-failed).
     type: list
     elements: int
-  messages:
-    description:
-      - When to fetch each ticket's messages.
-    type: str
-    choices: [on_failure, always, never]
-    default: on_failure
   fail_on_failure:
     description:
       - Fail the task when a ticket reports C(failure). With V(false) the task succeeds and RV(failed_count) counts them.
@@ -190,23 +184,23 @@ timed_out:
   sample: false
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._tickets import (
-    WAIT_CHECK_MODE_NULLS,
-    WAIT_MODULE_ARGUMENT_SPEC,
-    WAIT_MUTUALLY_EXCLUSIVE,
-    WAIT_REQUIRED_ONE_OF,
-    run_wait as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_wait as run_logic
 
-# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
-CHECK_MODE_NULLS = WAIT_CHECK_MODE_NULLS
 MODULE_SPEC = dict(
-    argument_spec=api_spec_with(WAIT_MODULE_ARGUMENT_SPEC),
-    mutually_exclusive=WAIT_MUTUALLY_EXCLUSIVE,
-    required_one_of=WAIT_REQUIRED_ONE_OF,
+    argument_spec=api_spec_with(dict(
+        WAIT_ARGUMENT_SPEC,
+        ticket_id=dict(type="str"),
+        ticket_ids=dict(type="list", elements="str"),
+        migration_ids=dict(type="list", elements="int"),
+        fail_on_failure=dict(type="bool", default=True),
+    )),
+    mutually_exclusive=[("ticket_id", "ticket_ids", "migration_ids")],
+    required_one_of=[("ticket_id", "ticket_ids", "migration_ids")],
 )
+# Null items of these lists in check mode (see plugins/plugin_utils/_controller_action.py).
+CHECK_MODE_NULLS = dict(options=("ticket_ids", "migration_ids"), changed=False, note="there is nothing to wait for yet")
 
 
 def main():

@@ -134,17 +134,15 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import SITE_ARGUMENT_SPEC, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import (
-    ARGUMENT_SPEC,
-    MUTUALLY_EXCLUSIVE,
-    REQUIRED_ONE_OF,
-    run_allow as run_logic,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._site import run_allow as run_logic
 
-MODULE_SPEC = dict(argument_spec=api_spec_with(ARGUMENT_SPEC), mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                   required_one_of=REQUIRED_ONE_OF)
+MODULE_SPEC = dict(
+    argument_spec=api_spec_with(dict(SITE_ARGUMENT_SPEC, confirm_overwrite=dict(type="bool", default=False))),
+    mutually_exclusive=[("site", "sites")],
+    required_one_of=[("site", "sites")],
+)
 
 
 def main():

@@ -11,7 +11,8 @@ Why: starting a module process costs about 0.34 CPU-seconds per task on the cont
 run these tasks for whole fleets. The module's logic is plain code in module_utils, so the action
 plugin validates the task arguments against the module's own argument spec (same object: defaults,
 choices, mutual exclusions, env fallbacks), runs the logic here, and masks no_log values in the result
-exactly as AnsibleModule.exit_json does. ``wpcloud_hosting_execution: module`` runs the classic module.
+with the collection's one masking function, as the classic module path does (module_utils/_masking.py).
+``wpcloud_hosting_execution: module`` runs the classic module.
 
 Progress of long waits goes through Ansible's Display: in the worker process that runs this plugin it is
 proxied to the main process, which prints it at once (terminal, a pipe, ansible-runner's stdout, where it
@@ -24,15 +25,12 @@ import importlib
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    ModuleContext,
-    ModuleFailure,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
 
 display = Display()
 
@@ -76,9 +74,11 @@ class ControllerModuleAction(ActionBase):
         args, nulls = self._check_mode_nulls(module_file, dict(self._task.args))
         validator = ArgumentSpecValidator(**module_file.MODULE_SPEC)
         validation = validator.validate(args)
-        no_log_values = set(validation._no_log_values)
         params = dict((k, v) for k, v in validation.validated_parameters.items()
                       if k not in validation.unsupported_parameters)
+        host = task_vars.get("inventory_hostname")
+        ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=bool(self._task.check_mode),
+                            diff=bool(self._task.diff), progress=lambda line: display.display("[%s] %s" % (host, line)))
         if nulls and not validation.error_messages and any(not params.get(name) for name in nulls):
             # Only null IDs: nothing to call, only what the task would do.
             result.update(changed=module_file.CHECK_MODE_NULLS["changed"], msg=self._nulls_note(module_file, nulls))
@@ -88,17 +88,11 @@ class ControllerModuleAction(ActionBase):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
-        outcome = self._run_logic(fqcn, module_file, validation, params, no_log_values,
-                                  task_vars.get("inventory_hostname"))
+        outcome = self._run_logic(fqcn, module_file, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}
-
-        # Same masking as AnsibleModule._return_formatted: bools and None survive.
-        preserved = dict((k, v) for k, v in outcome.items() if v is None or isinstance(v, bool))
-        outcome = remove_values(outcome, no_log_values)
-        outcome.update(preserved)
-        result.update(outcome)
+        result.update(ctx.secrets.mask(outcome))
         return result
 
     def _check_mode_nulls(self, module_file, args):
@@ -129,25 +123,22 @@ class ControllerModuleAction(ActionBase):
         outcome["msg"] = "%s; %s" % (outcome["msg"], note) if outcome.get("msg") else note
         outcome["changed"] = bool(outcome.get("changed")) or module_file.CHECK_MODE_NULLS["changed"]
 
-    def _run_logic(self, fqcn, module_file, validation, params, no_log_values, host=None):
+    @staticmethod
+    def _run_logic(fqcn, module_file, validation, ctx):
         if validation.error_messages:
             error = validation.errors[0]
             msg = validation.errors.msg
             if isinstance(error, UnsupportedError):
                 msg = "Unsupported parameters for (%s) module: %s" % (fqcn, msg)
             return {"failed": True, "msg": msg}
-        warnings = []
-        ctx = ModuleContext(params, check_mode=bool(self._task.check_mode), diff=bool(self._task.diff),
-                            warn=warnings.append, progress=lambda line: display.display("[%s] %s" % (host, line)))
         try:
-            outcome = module_file.run_logic(params, ctx)
+            outcome = module_file.run_logic(ctx.params, ctx)
         except ModuleFailure as failure:
             outcome = dict(failure.details)
             outcome.update(failed=True, msg=failure.msg)
         finally:
             ctx.close()
-            no_log_values.update(ctx.no_log_values)
         outcome.setdefault("changed", False)
-        if warnings:
-            outcome["warnings"] = warnings
+        if ctx.warnings:
+            outcome["warnings"] = ctx.warnings
         return outcome

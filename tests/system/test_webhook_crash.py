@@ -12,7 +12,7 @@ import pytest
 
 from webhook_harness import Rulebook, collection_tree, delivery_id_of, free_port, get_json, tls, wait_for
 
-from webhooks import build_body  # noqa: E402  (tests/emulator on sys.path)
+from webhooks import build_body  # noqa: E402  (tests/support/emulator on sys.path)
 
 aiohttp = pytest.importorskip("aiohttp")
 

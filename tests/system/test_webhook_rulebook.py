@@ -15,7 +15,7 @@ import pytest
 from webhook_harness import (REPO, Rulebook, collection_tree, delivery_id_of, free_port, get_json, post,
                              rulebook_bin, tls, wait_for, write_rulebook_inputs)
 
-from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
+from webhooks import WebhookSender, build_body  # noqa: E402  (tests/support/emulator on sys.path)
 
 KEY = "rulebook-key-7f3a9c1e5b2d4f60a8e1"
 OLD_KEY = "rulebook-old-key-0d9e8f7a6b5c4d3e"

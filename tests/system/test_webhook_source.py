@@ -16,7 +16,7 @@ from playbooks import BIN, ansible_env
 
 pytest.importorskip("aiohttp")
 
-from webhooks import WebhookSender, build_body  # noqa: E402  (tests/emulator on sys.path)
+from webhooks import WebhookSender, build_body  # noqa: E402  (tests/support/emulator on sys.path)
 
 KEY = "source-test-key-0123456789abcdef"
 OLD_KEY = "source-test-old-key-fedcba9876543210"

@@ -20,7 +20,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _migration, _poller, _tickets
+from ansible_collections.wpcloud.hosting.plugins.module_utils import _vocabulary
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "site_migration")
 with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as _handle:
@@ -416,8 +416,9 @@ def test_a_step_that_did_not_run_leaves_its_sites_not_reached():
 
 
 def test_the_vocabulary_comes_from_module_utils():
-    assert sm.RUNNING_STATES is _migration.RUNNING_STATES and sm.SECRET_PARAMS is _migration.SECRET_PARAMS
-    assert sm.RUN_SUCCEEDED is _tickets.RUN_SUCCEEDED and sm.TERMINAL is _poller.TERMINAL
+    for name in ("RUNNING_STATES", "FAILED_STATES", "MIGRATION_SUCCEEDED", "TICKET_TERMINAL", "SECRET_FIELDS",
+                 "SECRET_PARAMS", "MIN_POLL_INTERVAL"):
+        assert getattr(sm, name) is getattr(_vocabulary, name), name
 
 
 # ----------------------------------------------------------------------------------------- report and stop

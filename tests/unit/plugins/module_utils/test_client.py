@@ -1,10 +1,9 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The API client against the emulator over real HTTPS: envelopes, statuses, retry rules, secrets."""
+"""The API client on a faked HTTP layer (tests/unit/plugins/fake_service.py): envelope, statuses, the retry
+rules, TLS and connection failures, secrets. The same over real HTTPS: tests/system/test_client_https.py."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -16,24 +15,31 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     parse_envelope,
     php_form,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils._version import collection_version
 
 SECRET_PASS = "canary-remote-pass-7f3a9"
 
 
-def client_for(emu, **kwargs):
-    options = dict(api_url=emu.url, api_key=emu.api_key, ca_path=emu.ca_path, retries=3, retry_timeout=20,
-                   sleep=lambda s: None)
-    options.update(kwargs)
-    return WPCloudClient(**options)
+@pytest.fixture()
+def client_for(fake_api):
+    made = []
+
+    def make(**kwargs):
+        slept = []
+        options = dict(api_url=fake_api.url, api_key=fake_api.api_key, retries=3, retry_timeout=20, sleep=slept.append)
+        options.update(kwargs)
+        client = WPCloudClient(**options)
+        client.slept = slept
+        made.append(client)
+        return client
+    yield make
+    for client in made:
+        client.close()
 
 
-def writes(emu, since):
-    return [r["endpoint"] for r in emu.requests_log(since) if r["write"]]
-
-
-def last_seq(emu):
-    log = emu.requests_log()
-    return log[-1]["seq"] if log else 0
+def statuses(fake_api):
+    return [(c["operation"], c["status"]) for c in fake_api.log]
 
 
 # -- pure functions ---------------------------------------------------------------------------------
@@ -56,170 +62,247 @@ def test_parse_envelope_tolerates_every_shape(body, expected):
     assert parse_envelope(200, body) == expected
 
 
-def test_every_migration_operation_that_carries_credentials_is_a_post():
+def test_every_operation_that_carries_credentials_is_a_post():
     # Credentials never travel in a URL.
     for name in ("migration.create", "migration.update", "client_meta.add", "client_meta.update"):
         assert OPERATIONS[name][0] == "POST"
         assert OPERATIONS[name][2] == WRITE
 
 
-# -- against the emulator ---------------------------------------------------------------------------
+# -- the request ------------------------------------------------------------------------------------
 
-def test_envelope_unwrapped_and_auth_header_sent(emu):
-    resp = client_for(emu).call("site.get", site="1001")
-    assert resp.status == 200 and resp.message == "OK"
-    assert resp.data["atomic_site_id"] == 1001
+def test_envelope_unwrapped_and_headers_sent(fake_api, client_for):
+    fake_api.add_site("1001")
+    resp = client_for().call("site.get", site="1001")
+    assert resp.status == 200 and resp.message == "OK" and resp.data["atomic_site_id"] == 1001
+    headers = fake_api.log[0]["headers"]
+    assert headers["Auth"] == fake_api.api_key and headers["Accept"] == "application/json"
+    assert headers["User-Agent"] == "wpcloud.hosting/%s" % collection_version()
 
 
-def test_wrong_key_is_403_with_advice_and_no_key_in_text(emu):
-    client = client_for(emu, api_key="wrong-key-canary-123")
+def test_credentials_go_in_the_form_body_never_in_the_url(fake_api, client_for):
+    fake_api.add_site("1002", allow="true")
+    client_for().call("migration.create", params={"remote-host": "h.example", "remote-user": "u",
+                                                  "remote-pass": SECRET_PASS}, site="1002")
+    create = fake_api.log[0]
+    assert create["method"] == "POST" and create["sent"]["remote-pass"] == SECRET_PASS
+    assert SECRET_PASS not in create["path"] + create["query"]
+
+
+def test_path_arguments_are_quoted(fake_api, client_for):
+    with pytest.raises(WPCloudAPIError):
+        client_for().call("site.get", site="../x?y")
+    assert fake_api.log[0]["path"] == "/api/v1.0/get-site/..%2Fx%3Fy"
+
+
+def test_ca_path_is_passed_on_every_request(fake_api, client_for):
+    fake_api.add_site("1001")
+    client_for(ca_path="/etc/ca.pem").call("site.get", site="1001")
+    client_for(ca_path="/etc/ca.pem", validate_certs=False).call("site.get", site="1001")
+    assert fake_api.verified == ["/etc/ca.pem", False]
+
+
+def test_reads_share_one_session_and_each_write_gets_a_fresh_one(fake_api, client_for, monkeypatch):
+    fake_api.add_site("1001")
+    client = client_for()
+    made = []
+    real = client._new_session
+    monkeypatch.setattr(client, "_new_session", lambda: made.append(1) or real())
+    for dummy in range(3):
+        client.call("site.get", site="1001")
+    client.call("site.allow_migration", site="1001")
+    client.call("site.allow_migration", site="1001")
+    assert len(made) == 3  # one read session, one per write
+
+
+# -- statuses ---------------------------------------------------------------------------------------
+
+def test_wrong_key_is_403_with_advice_and_no_key_in_text(fake_api, client_for):
+    client = client_for(api_key="wrong-key-canary-123")
     with pytest.raises(WPCloudAPIError) as info:
         client.call("site.get", site="1001")
-    assert info.value.status == 403
+    assert info.value.status == 403 and info.value.effect == "none"
     assert "api_key" in info.value.message
     assert "wrong-key-canary-123" not in str(info.value) + repr(info.value.to_dict())
+    assert len(fake_api.log) == 1  # not retried
 
 
-def test_404_raises_or_is_returned_when_accepted(emu):
-    client = client_for(emu)
+def test_404_raises_or_is_returned_when_accepted(fake_api, client_for):
+    client = client_for()
     with pytest.raises(WPCloudAPIError) as info:
         client.call("site.get", site="999999")
     assert info.value.status == 404 and info.value.effect == "none"
     assert client.call("site.get", accept_status=(404,), site="999999").status == 404
 
 
-def test_ticket_202_then_final_and_400_404(emu, new_site):
-    client = client_for(emu)
-    site = new_site()
-    created = client.call("migration.create", params={"remote-host": "src.example", "remote-user": "www"}, site=site)
-    ticket = client.call("migration.preflight", migration_id=created.data["migration-id"]).data["response-ticket-id"]
+def test_a_pending_ticket_is_a_202(fake_api, client_for):
+    mid = fake_api.add_migration()
+    fake_api.script("preflight", steps=["pending", "success"])
+    client = client_for()
+    ticket = client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
     first = client.call("ticket.summary", params={"response-ticket-id": ticket})
     assert first.status == 202 and first.pending and first.data is None
-    with pytest.raises(WPCloudAPIError) as omitted:
-        client.call("ticket.summary", params={})
-    assert omitted.value.status == 400
-    with pytest.raises(WPCloudAPIError) as unknown:
-        client.call("ticket.summary", params={"response-ticket-id": "nope.1"})
-    assert unknown.value.status == 404
+    assert not client.call("ticket.summary", params={"response-ticket-id": ticket}).pending
 
 
-def test_read_retried_on_503_and_429(emu):
-    client = client_for(emu)
-    since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.get", "status": 503, "count": 2},
-                    {"endpoint": "site_meta.get", "status": 429, "retry_after": 0, "count": 1}])
+def test_an_error_page_that_is_not_json_gives_a_short_excerpt(fake_api, client_for):
+    fake_api.fault("site.get", status=400, body="<html><body>\n  Bad request  </body></html>")
+    with pytest.raises(WPCloudAPIError) as info:
+        client_for().call("site.get", site="1001")
+    assert info.value.message == "HTTP 400 from site.get: <html><body> Bad request </body></html>"
+
+
+# -- retry rules ------------------------------------------------------------------------------------
+
+def test_reads_are_retried_on_503_and_429(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=503, count=2)
+    fake_api.fault("site_meta.get", status=429, retry_after=0)
+    client = client_for()
     assert client.call("site.get", site="1001").status == 200
     assert client.call("site_meta.get", site="1001", key="allow_site_migration").status == 200
-    statuses = [(r["endpoint"], r["status"]) for r in emu.requests_log(since)]
-    assert statuses == [("site.get", 503), ("site.get", 503), ("site.get", 200),
-                        ("site_meta.get", 429), ("site_meta.get", 200)]
+    assert statuses(fake_api) == [("site.get", 503), ("site.get", 503), ("site.get", 200),
+                                  ("site_meta.get", 429), ("site_meta.get", 200)]
 
 
-def test_retry_after_is_honoured(emu):
-    slept = []
-    client = client_for(emu, sleep=slept.append)
-    emu.set_faults([{"endpoint": "site.get", "status": 429, "retry_after": 2, "count": 1}])
+@pytest.mark.parametrize("status", [502, 504])
+def test_reads_are_retried_on_502_and_504_but_not_on_500(fake_api, client_for, status):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=status)
+    assert client_for().call("site.get", site="1001").status == 200
+    fake_api.fault("site.get", status=500)
+    with pytest.raises(WPCloudAPIError) as info:
+        client_for().call("site.get", site="1001")
+    assert info.value.status == 500 and info.value.effect == "rejected" and not info.value.retry_safe
+
+
+def test_retry_after_is_honoured_and_said(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=429, retry_after=2)
+    said = []
+    client = client_for(on_retry=said.append)
     client.call("site.get", site="1001")
-    assert slept == [2.0]
+    assert client.slept == [2.0]
+    assert said == ["site.get: HTTP 429 from site.get: fault; retrying in 2.0s (attempt 2 of 4)"]
 
 
-def test_write_retried_on_429_only_once_effect_is_none(emu, new_site):
-    client = client_for(emu)
-    site = new_site(allow=False)
-    since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.allow_migration", "status": 429, "retry_after": 0, "count": 1}])
-    client.call("site.allow_migration", site=site)
-    assert writes(emu, since) == ["site.allow_migration", "site.allow_migration"]
-    assert [r["status"] for r in emu.requests_log(since)] == [429, 200]
+def test_backoff_is_capped_exponential_with_jitter(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=503, count=3)
+    client = client_for(retries=5)
+    client.call("site.get", site="1001")
+    assert [0.25 <= client.slept[0] <= 0.5, 0.5 <= client.slept[1] <= 1.0, 1.0 <= client.slept[2] <= 2.0] == [True] * 3
+
+
+def test_retries_stop_at_the_number_given(fake_api, client_for):
+    fake_api.fault("site.get", status=503, count=99)
+    with pytest.raises(WPCloudAPIError) as info:
+        client_for(retries=2).call("site.get", site="1001")
+    assert info.value.attempts == 3 and len(fake_api.log) == 3 and info.value.retry_safe
+
+
+def test_retries_are_bounded_by_the_deadline(fake_api, client_for, fake_time):
+    fake_api.fault("site.get", status=429, retry_after=5, count=99)
+    with pytest.raises(WPCloudAPIError) as info:
+        client_for(retries=10, retry_timeout=12, sleep=None).call("site.get", site="1001")
+    assert info.value.status == 429 and info.value.attempts == 3  # 0 s, 5 s, 10 s; 15 s would pass the deadline
+    assert fake_time.naps == [5.0, 5.0]
+
+
+def test_a_write_is_retried_on_429_only_and_its_effect_is_none(fake_api, client_for):
+    fake_api.add_site("1002")
+    fake_api.fault("site.allow_migration", status=429, retry_after=0)
+    client_for().call("site.allow_migration", site="1002")
+    assert statuses(fake_api) == [("site.allow_migration", 429), ("site.allow_migration", 200)]
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
-def test_write_not_repeated_on_5xx(emu, new_site, status):
-    client = client_for(emu)
-    site = new_site(allow=False)
-    since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.allow_migration", "status": status, "count": 1}])
+def test_a_write_is_not_repeated_on_5xx(fake_api, client_for, status):
+    fake_api.add_site("1002")
+    fake_api.fault("site.allow_migration", status=status)
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("site.allow_migration", site=site)
+        client_for().call("site.allow_migration", site="1002")
     assert info.value.effect == "unknown" and not info.value.retry_safe
     assert "not repeated" in info.value.message
-    assert writes(emu, since) == ["site.allow_migration"]
+    assert len(fake_api.writes) == 1
 
 
-def test_write_reset_before_processing_has_no_effect_and_reset_after_is_not_repeated(emu, new_site):
-    client = client_for(emu)
-    site = new_site()
-    since = last_seq(emu)
-    # A reset after the service processed the create: the effect is unknown, so it is not repeated.
-    emu.set_faults([{"endpoint": "migration.create", "reset": "after", "count": 1}])
+def test_a_write_whose_answer_is_lost_is_not_repeated(fake_api, client_for):
+    fake_api.add_site("1002", allow="true")
+    fake_api.fault("migration.create", error="reset", after=True)
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("migration.create", params={"remote-host": "h.example", "remote-user": "u",
-                                                "remote-pass": SECRET_PASS}, site=site)
-    assert info.value.effect == "unknown"
-    assert writes(emu, since) == ["migration.create"]
-    assert SECRET_PASS not in str(info.value)
-    # The site now holds the migration the lost answer created: a re-run finds it.
-    meta = client.call("site_meta.get", site=site, key="allow_site_migration")
-    assert str(meta.data).isdigit()
+        client_for().call("migration.create", params={"remote-host": "h.example", "remote-user": "u",
+                                                      "remote-pass": SECRET_PASS}, site="1002")
+    assert info.value.effect == "unknown" and not info.value.retry_safe
+    assert "connection reset" in info.value.message and "Run the task again" in info.value.message
+    assert len(fake_api.writes) == 1 and SECRET_PASS not in str(info.value)
+    # The service did create it: a re-run finds it through the site.
+    assert str(fake_api.sites["1002"]).isdigit()
 
 
-def test_read_reset_is_retried(emu):
-    client = client_for(emu)
-    since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.get", "reset": "before", "count": 1}])
-    assert client.call("site.get", site="1001").status == 200
-    assert [r["endpoint"] for r in emu.requests_log(since)] == ["site.get", "site.get"]
+@pytest.mark.parametrize("error", ["reset", "read-timeout", "tls-record"])
+def test_a_read_whose_connection_failed_is_retried(fake_api, client_for, error):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", error=error)
+    assert client_for().call("site.get", site="1001").status == 200
+    assert [c["operation"] for c in fake_api.log] == ["site.get", "site.get"]
 
 
-def test_read_timeout_retried_write_timeout_not(emu, new_site):
-    client = client_for(emu, timeout=1)
-    emu.set_faults([{"endpoint": "site.get", "latency": 2, "count": 1}])
-    assert client.call("site.get", site="1001").status == 200
-    site = new_site(allow=False)
-    since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.allow_migration", "latency": 2, "count": 1}])
+@pytest.mark.parametrize("error", ["read-timeout", "tls-record"])
+def test_a_write_whose_connection_failed_after_sending_is_not_repeated(fake_api, client_for, error):
+    fake_api.add_site("1002")
+    fake_api.fault("site.allow_migration", error=error)
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("site.allow_migration", site=site)
-    assert info.value.effect == "unknown"
-    time.sleep(1.5)  # the slow request is logged when the emulator finishes it
-    assert writes(emu, since) == ["site.allow_migration"]
+        client_for().call("site.allow_migration", site="1002")
+    assert info.value.effect == "unknown" and len(fake_api.writes) == 1
 
 
-def test_connection_refused_is_retried_even_for_writes_and_reported_as_not_sent():
-    calls = []
-    client = WPCloudClient(api_url="https://127.0.0.1:9", api_key="k", retries=2, retry_timeout=10,
-                           sleep=calls.append)
+@pytest.mark.parametrize("error,words", [("refused", "connection refused"),
+                                         ("connect-timeout", "no connection within the timeout")])
+def test_a_write_that_provably_was_not_sent_is_retried(fake_api, client_for, error, words):
+    fake_api.add_site("1002")
+    fake_api.fault("site.allow_migration", error=error, count=99)
+    client = client_for(retries=2)
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("site.allow_migration", site="1")
+        client.call("site.allow_migration", site="1002")
     assert info.value.effect == "none" and info.value.retry_safe
-    assert info.value.attempts == 3 and len(calls) == 2
+    assert info.value.attempts == 3 and len(client.slept) == 2
+    assert info.value.message == ("Could not reach %s/api/v1.0/site-allow-ssh-migration/1002: %s; check api_url (the "
+                                  "service's base URL, without /api/v1.0) and that the controller can connect to it."
+                                  % (fake_api.url, words))
 
 
-def test_retries_bounded_by_deadline(emu):
-    client = client_for(emu, retries=10, retry_timeout=1, sleep=lambda s: None)
-    emu.set_faults([{"endpoint": "site.get", "status": 503, "retry_after": 5}])
+def test_an_unreachable_url_is_shown_without_credentials_or_query(fake_api, client_for):
+    fake_api.fault("*", error="refused")
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("site.get", site="1001")
-    assert info.value.status == 503 and info.value.attempts <= 11
+        client_for(api_url="https://user:pw-Secret-1@api.wpcloud.test", retries=0).call(
+            "ticket.summary", params={"response-ticket-id": "t.1"})
+    assert "pw-Secret-1" not in info.value.message and "user" not in info.value.message
+    assert "https://api.wpcloud.test/api/v1.0/response-ticket/get/summary:" in info.value.message
 
 
-def test_tls_verified_against_the_ca_and_refused_without_it(emu, monkeypatch):
-    # Environment CA bundles must not override ca_path.
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent.pem")
-    assert client_for(emu).call("site.get", site="1001").status == 200
-    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+def test_a_certificate_problem_is_not_retried_and_names_the_options(fake_api, client_for):
+    fake_api.fault("site.get", error="tls", count=99)
     with pytest.raises(WPCloudAPIError) as info:
-        client_for(emu, ca_path=None).call("site.get", site="1001")
-    assert "TLS" in info.value.message and "ca_path" in info.value.message
+        client_for().call("site.get", site="1001")
+    assert info.value.effect == "none" and info.value.attempts == 1 and len(fake_api.log) == 1
+    assert "TLS certificate verification failed" in info.value.message
+    assert "validate_certs" in info.value.message and "ca_path" in info.value.message
 
 
-def test_api_key_and_registered_secrets_never_in_error_text(emu, new_site):
-    client = client_for(emu)
-    client.add_secret(SECRET_PASS)
-    emu.set_faults([{"endpoint": "migration.create", "status": 400}])
+# -- secrets ----------------------------------------------------------------------------------------
+
+def test_the_api_key_and_the_tasks_secrets_are_masked_in_error_texts(fake_api, client_for):
+    fake_api.fault("migration.create", status=400, body='{"message": "bad remote-pass %s (%s) for key %s", "data": []}'
+                   % (SECRET_PASS, "canary%2Fpass%20x", fake_api.api_key))
+    client = client_for(secrets=Secrets([SECRET_PASS, "canary/pass x"]))
     with pytest.raises(WPCloudAPIError) as info:
-        client.call("migration.create", params={"remote-host": "h", "remote-user": "u", "remote-pass": SECRET_PASS},
-                    site=new_site())
-    text = str(info.value) + repr(info.value.to_dict())
-    assert emu.api_key not in text and SECRET_PASS not in text
-    assert client.redact("x %s y" % SECRET_PASS) == "x ******** y"
+        client.call("migration.create", params={"remote-pass": SECRET_PASS}, site="1002")
+    assert info.value.message == "HTTP 400 from migration.create: bad remote-pass ******** (********) for key ********"
+    assert info.value.to_dict()["message"] == "bad remote-pass ******** (********) for key ********"
+
+
+def test_a_client_without_a_key_is_refused():
+    with pytest.raises(WPCloudAPIError) as info:
+        WPCloudClient(api_key="")
+    assert "api_key is required" in info.value.message and "WPCLOUD_API_KEY" in info.value.message

@@ -11,13 +11,11 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _common
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    MAX_CONCURRENT_CALLS,
-    ModuleFailure,
-    list_result,
-    run_for_each,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils import _context
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import no_log_values
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import _element_params
 from ansible_collections.wpcloud.hosting.plugins.modules import migration as migration_module
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info as migration_info_module
@@ -48,20 +46,20 @@ def test_results_come_back_in_input_order_even_when_items_finish_out_of_order():
     assert all(r["failed"] is False for r in results)
 
 
-def test_runs_at_most_max_concurrent_calls_at_once_and_that_many_in_parallel():
-    assert MAX_CONCURRENT_CALLS == 16
+def test_runs_at_most_concurrent_calls_at_once_and_that_many_in_parallel():
+    assert CONCURRENT_CALLS == 16
     active = [0]
     peak = [0]
     lock = threading.Lock()
     # The first 16 items can only pass this barrier together: fewer workers would break it.
-    barrier = threading.Barrier(MAX_CONCURRENT_CALLS, timeout=10)
+    barrier = threading.Barrier(CONCURRENT_CALLS, timeout=10)
 
     def logic(item):
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
         try:
-            if item < MAX_CONCURRENT_CALLS:
+            if item < CONCURRENT_CALLS:
                 barrier.wait()
             else:
                 time.sleep(0.01)
@@ -72,7 +70,7 @@ def test_runs_at_most_max_concurrent_calls_at_once_and_that_many_in_parallel():
 
     results = run_for_each(list(range(40)), logic)
     assert [r["item"] for r in results] == list(range(40))
-    assert peak[0] == MAX_CONCURRENT_CALLS
+    assert peak[0] == CONCURRENT_CALLS
 
 
 def test_one_failed_item_does_not_stop_the_others():
@@ -110,16 +108,16 @@ def test_an_empty_list_calls_nothing():
 
 def test_uses_a_bounded_pool_for_few_items(monkeypatch):
     sizes = []
-    real = _common.ThreadPoolExecutor
+    real = _context.ThreadPoolExecutor
 
     def recording(max_workers):
         sizes.append(max_workers)
         return real(max_workers=max_workers)
 
-    monkeypatch.setattr(_common, "ThreadPoolExecutor", recording)
+    monkeypatch.setattr(_context, "ThreadPoolExecutor", recording)
     run_for_each([1, 2, 3], lambda item: {})
     run_for_each(list(range(100)), lambda item: {})
-    assert sizes == [3, MAX_CONCURRENT_CALLS]
+    assert sizes == [3, CONCURRENT_CALLS]
 
 
 # -- list_result --------------------------------------------------------------------------------------
@@ -246,9 +244,9 @@ def test_element_rules_and_exclusions_are_checked_by_the_spec():
     assert "mutually exclusive" in errors(site="1", migrations=[{"site": "2"}])
     assert "mutually exclusive" in errors(state_file="/tmp/x.json", migrations=[{"site": "2"}])
     assert errors(migrations=[]) == ""
-    # Element secrets are no_log values, so the action plugin masks them everywhere in the result.
+    # Element secrets are no_log values, so the runners mask them everywhere in the result.
     result = validated(migration_module, dict(migrations=[{"site": "1", "remote_pass": "canary-pass-1"}]))
-    assert "canary-pass-1" in result._no_log_values
+    assert "canary-pass-1" in no_log_values(migration_module.MODULE_SPEC["argument_spec"], result.validated_parameters)
 
 
 class NoCallContext(object):

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """An update sends only what the user gave; credentials given and not sent are said; null IDs in check mode.
 
-The migration module's logic on a fake service (tests/unit/plugins/module_utils/conftest.py: FakeApi),
+The migration module's logic on a fake service (tests/unit/plugins/fake_service.py),
 with the arguments validated by the module's own spec, as the action plugin does.
 """
 
@@ -15,11 +15,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
-    ARGUMENT_SPEC,
-    FIELD_NAMES,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import FIELD_NAMES
 from ansible_collections.wpcloud.hosting.plugins.modules import migration
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info
 
@@ -38,9 +35,10 @@ def updates(api):
 
 def test_no_option_that_is_sent_has_a_spec_default():
     """A spec default cannot be told from a value the user gave: it would be sent on every update."""
-    sent = [name for name in FIELD_NAMES if "default" in ARGUMENT_SPEC[name]]
+    spec = migration.MODULE_SPEC["argument_spec"]
+    sent = [name for name in FIELD_NAMES if "default" in spec[name]]
     assert sent == []
-    assert [name for name in FIELD_NAMES if "default" in ARGUMENT_SPEC["migrations"]["options"][name]] == []
+    assert [name for name in FIELD_NAMES if "default" in spec["migrations"]["options"][name]] == []
 
 
 def test_an_update_with_only_a_key_keeps_the_stored_port(fake_api, run_logic):
@@ -78,7 +76,7 @@ def test_a_create_without_a_port_sends_the_create_default(fake_api, run_logic):
                                  diff=True)
     assert result["operation"] == "create"
     create = [c for c in fake_api.writes if c["operation"] == "migration.create"]
-    assert create[0]["sent"]["remote-port"] == 22
+    assert create[0]["sent"]["remote-port"] == "22"  # a form body holds text
     assert result["diff"]["after"]["remote-port"] == 22
 
 

@@ -1,56 +1,19 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Diagnosis table and ticket parsing, on the emulator's own message texts and on tolerant shapes."""
+"""The poller on the fake service: ticket shapes, summary polls, messages, rounds and the deadline."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
-    diagnose,
     parse_count,
     parse_messages,
     parse_status,
+    wait_for_tickets,
+    wait_summary,
 )
-
-EXECUTORS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "support", "emulator"))
-
-
-@pytest.fixture(scope="module")
-def texts():
-    sys.path.insert(0, EXECUTORS)
-    try:
-        from executors import messages  # pylint: disable=import-error
-    finally:
-        sys.path.remove(EXECUTORS)
-    return messages
-
-
-def test_each_cause_from_the_emulator_texts(texts):
-    progress = [texts.connecting("www", "h", 22), texts.authenticated("h", 22, "publickey"),
-                texts.looking_for(texts.COMMON_DOCROOTS_TEXT), texts.docroot_found("public_html")]
-    assert diagnose(progress[:1] + [texts.permission_denied("www", "h"), texts.auth_failed("h", "www")])["code"] \
-        == "auth_failed"
-    assert diagnose(progress[:3] + [texts.docroot_missing(texts.COMMON_DOCROOTS_TEXT), texts.DOCROOT_MISSING_HINT])[
-        "code"] == "docroot_missing"
-    assert diagnose(progress + [texts.WP_NOT_FOUND, texts.WP_CLI_MISSING])["code"] == "wp_cli_missing"
-    assert diagnose(progress + [texts.RSYNC_NOT_FOUND, texts.RSYNC_MISSING])["code"] == "rsync_missing"
-    assert diagnose(progress[:1] + [texts.key_not_loaded("incorrect passphrase supplied to decrypt private key")])[
-        "code"] == "auth_failed"
-
-
-def test_progress_lines_alone_are_not_a_cause(texts):
-    # "Found WordPress installation" must not read as a missing docroot.
-    result = diagnose([texts.docroot_found("public_html"), "Migration failed: disk full"])
-    assert result["code"] == "unknown" and result["matched"] is None
-    assert "ticket messages" in result["hint"]
-
-
-def test_last_message_wins():
-    assert diagnose(["rsync: command not found", "Permission denied (publickey)."])["code"] == "auth_failed"
 
 
 @pytest.mark.parametrize("data,status,count,messages", [
@@ -65,3 +28,60 @@ def test_ticket_shapes(data, status, count, messages):
     assert parse_status(data) == status
     assert parse_count(data) == count
     assert parse_messages(data) == messages
+
+
+@pytest.fixture()
+def client(fake_api):
+    client = WPCloudClient(api_url=fake_api.url, api_key=fake_api.api_key)
+    yield client
+    client.close()
+
+
+def start(fake_api, client, steps, messages=()):
+    mid = fake_api.add_migration(site=str(fake_api.next_id))
+    fake_api.script("preflight", steps=steps, messages=messages, migration_id=mid)
+    return client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
+
+
+def test_tickets_are_polled_in_rounds_until_each_ends(fake_api, client, fake_time):
+    fast = start(fake_api, client, ["pending", "success"])
+    slow = start(fake_api, client, ["pending", "running", "running", "failure"], messages=["Permission denied"])
+    tickets, timed_out = wait_for_tickets(client, [fast, slow], 60, 1.0)
+    assert not timed_out and fake_time.naps == [1.0, 1.0, 1.0]
+    assert [(t.status, t.polls) for t in tickets] == [("success", 2), ("failure", 4)]
+    summary = wait_summary(tickets, timed_out)
+    assert (summary["succeeded_count"], summary["failed_count"], summary["pending_count"]) == (1, 1, 0)
+    # Messages of the failed ticket only (messages=on_failure), from the full form.
+    assert [e.get("messages") for e in summary["results"]] == [None, ["Permission denied"]]
+    summaries = [c for c in fake_api.log if c["operation"] == "ticket.summary"]
+    assert len(summaries) == 6 and [c["operation"] for c in fake_api.log].count("ticket.full") == 1
+
+
+@pytest.mark.parametrize("messages,fetched", [("always", 2), ("never", 0)])
+def test_messages_always_or_never(fake_api, client, messages, fetched):
+    ids = [start(fake_api, client, ["success"]), start(fake_api, client, ["failure"])]
+    wait_for_tickets(client, ids, 60, 1.0, messages=messages)
+    assert [c["operation"] for c in fake_api.log].count("ticket.full") == fetched
+
+
+def test_the_deadline_ends_the_wait_with_the_last_state(fake_api, client, fake_time):
+    ticket = start(fake_api, client, ["pending", "running"])
+    tickets, timed_out = wait_for_tickets(client, [ticket], 3, 1.0)
+    assert timed_out and tickets[0].status == "running" and tickets[0].polls == 4  # at 0, 1, 2 and 3 s
+    assert wait_summary(tickets, timed_out)["pending_count"] == 1
+
+
+def test_without_wait_one_poll(fake_api, client):
+    ticket = start(fake_api, client, ["pending", "running", "success"])
+    tickets, timed_out = wait_for_tickets(client, [ticket], 60, 1.0, wait=False)
+    assert not timed_out and tickets[0].status == "pending" and tickets[0].polls == 1
+
+
+@pytest.mark.parametrize("ticket_id,error", [
+    ("", "The service says the response ticket ID is missing (HTTP 400): pass a non-empty ticket ID."),
+    ("nope.1", "Response ticket 'nope.1' was not found (HTTP 404): check the ticket ID."),
+])
+def test_an_unreadable_ticket_is_an_error_of_its_own(fake_api, client, ticket_id, error):
+    tickets, timed_out = wait_for_tickets(client, [ticket_id], 60, 1.0)
+    assert tickets[0].done and tickets[0].failed and tickets[0].error == error
+    assert wait_summary(tickets, timed_out)["results"][0]["state"] == "error"

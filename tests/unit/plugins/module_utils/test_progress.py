@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import ModuleContext, ModuleFailure, validate_poll
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
-    MigrationRun,
     Progress,
     Ticket,
     poll_until_done,
     progress_for,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import MigrationRun
 
 
 class FakeTime(object):
@@ -97,21 +99,16 @@ def test_off_when_zero_or_when_the_runner_cannot_show_it(interval, emit):
     assert lines == [] and progress.lines == 0
 
 
-def test_lines_are_redacted_and_only_reach_a_runner_that_can_show_them():
-    class Client(object):
-        @staticmethod
-        def redact(text):
-            return text.replace("s3cret", "********")
-
+def test_lines_are_masked_and_only_reach_a_runner_that_can_show_them():
     lines = []
-    ctx = ModuleContext({}, progress=lines.append)
-    progress = progress_for("migration_ready", {"progress_interval": 0.0001}, ctx, Client())
+    ctx = ModuleContext({"remote_pass": "s3cret"}, {"remote_pass": {"type": "str", "no_log": True}}, progress=lines.append)
+    progress = progress_for("migration_ready", {"progress_interval": 0.0001}, ctx)
     progress.emit("ticket s3cret")
     assert lines == ["ticket ********"]
-    assert progress_for("migration_ready", {"progress_interval": 15}, ModuleContext({}), Client()).interval == 0
+    assert progress_for("migration_ready", {"progress_interval": 15}, ModuleContext({})).interval == 0
 
 
 def test_a_negative_progress_interval_is_refused():
     with pytest.raises(ModuleFailure) as caught:
-        validate_poll({"progress_interval": -1, "poll_interval": 1, "wait_timeout": 10})
+        wait_options({"progress_interval": -1, "poll_interval": 1, "wait_timeout": 10})
     assert "progress_interval" in caught.value.msg and "0" in caught.value.msg

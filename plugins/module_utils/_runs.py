@@ -3,85 +3,124 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Logic of the modules that start or wait on response tickets: migration_preflight, migration_ready,
-response_ticket_wait.
+"""Runs of a migration: the logic of migration_preflight and migration_ready (start a preflight or a run,
+and wait for its response ticket) and of response_ticket_wait (wait on tickets, or follow migrations by
+their state when a run's ticket is not known).
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._common import (
-    NULL_ID_MSG,
-    WAIT_ARGUMENT_SPEC,
-    ModuleFailure,
-    api_failure,
-    list_result,
-    run_for_each,
-)
-
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import PARALLEL_WAITS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
-    PREFLIGHT_OK,
-    RUNNING_STATES,
     get_migration,
+    read_migration,
     record_state,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+    follow,
     progress_for,
-    wait_for_migrations,
     wait_for_tickets,
-    wait_options,
     wait_summary,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    ACTIVE_STATES,
+    FAILED_STATES,
+    MIGRATION_SUCCEEDED,
+    PREFLIGHT_SUCCEEDED,
+    RUN_TERMINAL_STATES,
+    RUNNING_STATES,
+    TICKET_FAILURE,
+    TICKET_ID_PARAM,
+    TICKET_TERMINAL,
+    UNREADABLE,
+    diagnose,
+)
 
-RUN_SUCCEEDED = ("migration-succeeded",)
 MAX_TICKET_ID = 256
-RUN_FAILED = ("migration-failed", "preflight-failed", "error")
 
-PREFLIGHT_ARGUMENT_SPEC = dict(
-    migration_id=dict(type="int"),
-    migration_ids=dict(type="list", elements="int"),
-    messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
-    **WAIT_ARGUMENT_SPEC
-)
 
-READY_ARGUMENT_SPEC = dict(
-    migration_id=dict(type="int"),
-    migration_ids=dict(type="list", elements="int"),
-    require_preflight=dict(type="bool", default=True),
-    messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
-    **WAIT_ARGUMENT_SPEC
-)
+# -- a run followed by its migration's state (its ticket is not known) -----------------------------------
 
-# migration_preflight and migration_ready: one migration, or many at once.
-START_MUTUALLY_EXCLUSIVE = [("migration_id", "migration_ids")]
-START_REQUIRED_ONE_OF = [("migration_id", "migration_ids")]
+class MigrationRun(object):
+    """What a wait knows of a migration followed by its state."""
 
-WAIT_MODULE_ARGUMENT_SPEC = dict(
-    ticket_id=dict(type="str"),
-    ticket_ids=dict(type="list", elements="str"),
-    migration_ids=dict(type="list", elements="int"),
-    messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
-    fail_on_failure=dict(type="bool", default=True),
-    **WAIT_ARGUMENT_SPEC
-)
-WAIT_MUTUALLY_EXCLUSIVE = [("ticket_id", "ticket_ids", "migration_ids")]
+    def __init__(self, migration_id, started):
+        self.migration_id = migration_id
+        self.started = started
+        self.state = None
+        self.polls = 0
+        self.completed_at = None
+        self.error = None
 
-# Check mode across a workflow: null items in these lists are IDs an earlier task only pretended to create
-# (see plugins/plugin_utils/_controller_action.py); what the module would do with them.
-PREFLIGHT_CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their preflights would be started")
-READY_CHECK_MODE_NULLS = dict(options=("migration_ids",), changed=True, note="their runs would be started")
-WAIT_CHECK_MODE_NULLS = dict(options=("ticket_ids", "migration_ids"), changed=False,
-                             note="there is nothing to wait for yet")
-WAIT_REQUIRED_ONE_OF = [("ticket_id", "ticket_ids", "migration_ids")]
+    @property
+    def done(self):
+        return self.error is not None or (self.state is not None and self.state not in ACTIVE_STATES)
 
+    @property
+    def failed(self):
+        return self.error is not None or self.state in FAILED_STATES
+
+    def progress(self):
+        if self.error is not None:
+            return "migration %s could not be read" % self.migration_id
+        return "migration %s %s" % (self.migration_id, self.state or "not read yet")
+
+    def as_result(self, now):
+        end = self.completed_at if self.completed_at is not None else now
+        result = {"migration_id": self.migration_id, "state": self.state if self.error is None else UNREADABLE,
+                  "elapsed": round(end - self.started, 3), "polls": self.polls}
+        if self.error is not None:
+            result["error"] = self.error
+        return result
+
+
+def poll_migration(client, run, clock=None):
+    run.polls += 1
+    try:
+        record = read_migration(client, run.migration_id)
+    except WPCloudAPIError as exc:
+        run.error = exc.message
+        return
+    if record is None:
+        run.error = "Migration %s was not found (HTTP 404)." % run.migration_id
+        return
+    run.state = str(record.get("state")) if record.get("state") is not None else "unknown"
+    if run.done:
+        run.completed_at = (clock or time.monotonic)()
+
+
+def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=None, sleep=None,
+                        progress=None):
+    """Follow migrations by their state until none is active. Returns (runs, timed_out)."""
+    start = (clock or time.monotonic)()
+    runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
+    timed_out = follow(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval, wait=wait,
+                       clock=clock, sleep=sleep, progress=progress)
+    return runs, timed_out
+
+
+def ticket_summary(tickets, timed_out):
+    """The wait_summary of tickets, with the diagnosis of each failed one."""
+    summary = wait_summary(tickets, timed_out)
+    for entry in summary["results"]:
+        if entry["state"] == TICKET_FAILURE:
+            entry["diagnosis"] = diagnose(entry.get("messages") or [])
+    return summary
+
+
+# -- starting a preflight or a run ---------------------------------------------------------------------------
 
 def _ticket_id_of(data):
     if isinstance(data, dict):
-        for name in ("response-ticket-id", "response_ticket_id", "ticket_id", "id"):
+        for name in (TICKET_ID_PARAM, "response_ticket_id", "ticket_id", "id"):
             if data.get(name) not in (None, ""):
                 return str(data[name])
     elif isinstance(data, str) and data:
@@ -125,18 +164,18 @@ def _judge_ticket(entry, timed_out, params, what):
     """The result keys for a waited ticket, or a ModuleFailure for failure, error or timeout."""
     ticket_id = entry["ticket_id"]
     result = {"ticket": entry, "ticket_state": entry["state"]}
-    if entry["state"] == "error":
+    if entry["state"] == UNREADABLE:
         raise ModuleFailure("Waiting for the %s ticket %s failed: %s" % (what, ticket_id, entry["error"]),
                             ticket_id=ticket_id, ticket=entry)
-    if timed_out and entry["state"] not in ("success", "failure"):
+    if timed_out and entry["state"] not in TICKET_TERMINAL:
         raise ModuleFailure("The %s ticket %s did not finish within wait_timeout=%ss; last state seen: %s after %s "
                             "polls. Wait again with wpcloud.hosting.response_ticket_wait."
                             % (what, ticket_id, params["wait_timeout"], entry["state"], entry["polls"]),
                             ticket_id=ticket_id, ticket=entry, timed_out=True)
-    if entry["state"] == "failure":
+    if entry["state"] == TICKET_FAILURE:
         diagnosis = dict(entry["diagnosis"], messages=entry.get("messages", []))
         raise ModuleFailure("The %s failed (%s): %s" % (what, diagnosis["code"], diagnosis["hint"]),
-                            ticket_id=ticket_id, ticket=entry, ticket_state="failure", diagnosis=diagnosis,
+                            ticket_id=ticket_id, ticket=entry, ticket_state=TICKET_FAILURE, diagnosis=diagnosis,
                             changed=True)
     return result
 
@@ -158,7 +197,7 @@ def _wait(client, results, params, what, progress):
     started = [r for r in results if not r.get("failed") and r.get("ticket_id")]
     running = [r for r in results if not r.get("failed") and r.get("already_running")]
     options = wait_options(params)
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=PARALLEL_WAITS) as pool:
         tickets = pool.submit(wait_for_tickets, client, [r["ticket_id"] for r in started], options["wait_timeout"],
                               options["poll_interval"], messages=params["messages"],
                               progress=progress) if started else None
@@ -166,7 +205,7 @@ def _wait(client, results, params, what, progress):
                            options["wait_timeout"], options["poll_interval"], progress=progress) if running else None
         if tickets is not None:
             waited, timed_out = tickets.result()
-            for result, entry in zip(started, wait_summary(waited, timed_out)["results"]):
+            for result, entry in zip(started, ticket_summary(waited, timed_out)["results"]):
                 _fold(result, lambda e=entry, t=timed_out: _judge_ticket(e, t, params, what))
         if runs is not None:
             followed, timed_out = runs.result()
@@ -175,7 +214,7 @@ def _wait(client, results, params, what, progress):
 
 
 def _ended(result, state):
-    if state != "migration-succeeded":
+    if state != MIGRATION_SUCCEEDED:
         details = dict((k, v) for k, v in result.items() if k not in ("msg", "failed"))
         raise ModuleFailure("The migration run that was already active ended in state %s." % state,
                             **dict(details, state=state))
@@ -223,13 +262,13 @@ def _start_ready(params, ctx):
         result["msg"] = "migration %s is already running; no new run was started" % migration_id
         result["already_running"] = True
         return result
-    if params["require_preflight"] and state != PREFLIGHT_OK and ctx.check_mode:
+    if params["require_preflight"] and state != PREFLIGHT_SUCCEEDED and ctx.check_mode:
         # The play's own preflight may have run in check mode only: say what would happen, do not fail.
         result.update(changed=True, msg="check mode: the run would be started once a preflight succeeds (state "
                                         "now: %s; outside check mode this task refuses to start it before a "
                                         "successful preflight)" % state)
         return result
-    if params["require_preflight"] and state != PREFLIGHT_OK:
+    if params["require_preflight"] and state != PREFLIGHT_SUCCEEDED:
         raise ModuleFailure(
             "migration %s cannot start: its latest preflight has not succeeded since the last change (state: %s). "
             "Run wpcloud.hosting.migration_preflight first; an expert can set require_preflight: false to "
@@ -250,7 +289,7 @@ def _run_started(params, ctx, start, what, label):
         if params["wait"] and (result.get("ticket_id") or result.get("already_running")):
             client = ctx.client()
             _wait(client, [result], params, what,
-                  progress_for("%s: migration %s" % (label, result["migration_id"]), params, ctx, client))
+                  progress_for("%s: migration %s" % (label, result["migration_id"]), params, ctx))
             if result.get("failed"):
                 result.pop("failed")
                 raise ModuleFailure(result.pop("msg"), **result)
@@ -271,7 +310,7 @@ def _run_started(params, ctx, start, what, label):
 
     results = run_for_each(ids, one)
     if params["wait"]:
-        _wait(client, results, params, what, progress_for(label, params, ctx, client))
+        _wait(client, results, params, what, progress_for(label, params, ctx))
     return list_result(results, "migrations", lambda r: "migration %s" % r["migration_id"])
 
 
@@ -310,12 +349,12 @@ def run_wait(params, ctx):
     client = ctx.client()
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"], messages=params["messages"],
-                                          progress=progress_for("response_ticket_wait", params, ctx, client))
-    summary = wait_summary(tickets, timed_out)
+                                          progress=progress_for("response_ticket_wait", params, ctx))
+    summary = ticket_summary(tickets, timed_out)
     result = dict(changed=False, tickets=summary.pop("results"), **summary)
     if single:
         result["ticket"] = result["tickets"][0]
-    failures = [t for t in result["tickets"] if t["state"] == "failure"]
+    failures = [t for t in result["tickets"] if t["state"] == TICKET_FAILURE]
     named = ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"]) for t in failures[:10])
     _judge(result, "ticket_id", "tickets", len(ticket_ids), failures, named, params, options)
     return result
@@ -330,10 +369,10 @@ def _wait_migrations(params, options, ctx):
     client = ctx.client()
     runs, timed_out = wait_for_migrations(client, ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"],
-                                          progress=progress_for("response_ticket_wait", params, ctx, client))
-    summary = wait_summary(runs, timed_out, succeeded=RUN_SUCCEEDED, failed=RUN_FAILED)
+                                          progress=progress_for("response_ticket_wait", params, ctx))
+    summary = wait_summary(runs, timed_out, succeeded=(MIGRATION_SUCCEEDED,), failed=FAILED_STATES | {UNREADABLE})
     result = dict(changed=False, migrations=summary.pop("results"), **summary)
-    failures = [m for m in result["migrations"] if m["state"] in RUN_FAILED[:2]]
+    failures = [m for m in result["migrations"] if m["state"] in FAILED_STATES]
     named = ", ".join("%s (%s)" % (m["migration_id"], m["state"]) for m in failures[:10])
     _judge(result, "migration_id", "migrations", len(ids), failures, named, params, options)
     return result
@@ -341,13 +380,13 @@ def _wait_migrations(params, options, ctx):
 
 def _judge(result, id_key, kind, total, failures, named, params, options):
     """Fail the task for unreadable items, a deadline with work left, or failures (when asked)."""
-    errors = [item for item in result[kind] if item["state"] == "error"]
+    errors = [item for item in result[kind] if item["state"] == UNREADABLE]
     if errors:
         raise ModuleFailure("; ".join(item["error"] for item in errors[:5]) + (
             " (and %d more)" % (len(errors) - 5) if len(errors) > 5 else ""), **result)
     if options["wait"] and result["timed_out"] and result["pending_count"]:
         left = ", ".join("%s=%s" % (item[id_key], item["state"]) for item in result[kind]
-                         if item["state"] not in ("success", "failure", "migration-succeeded", "migration-failed"))
+                         if item["state"] not in TICKET_TERMINAL | RUN_TERMINAL_STATES)
         raise ModuleFailure("%d of %d %s did not finish within wait_timeout=%ss; last states: %s"
                             % (result["pending_count"], total, kind, params["wait_timeout"], left[:500]), **result)
     if failures and params["fail_on_failure"]:

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The state file: the migration ID (and the fingerprint of the key last sent) kept with a destination site.
+
+Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+
+
+def read_state_file(path):
+    """The recorded state of a site, or {} when there is none yet."""
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModuleFailure("state_file %s could not be read as JSON (%s): fix or remove it; it holds the "
+                            "migration ID of the site." % (path, exc.__class__.__name__))
+    return data if isinstance(data, dict) else {}
+
+
+def write_state_file(path, site, migration_id, **extra):
+    """Atomically record the migration ID (write to a temporary file, fsync, rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    # Many sites of one play write their files at once: tolerate the directory appearing meanwhile.
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    data = read_state_file(path)
+    data.update(extra)
+    data.update(site=site, migration_id=migration_id,
+                updated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ModuleFailure("state_file %s could not be written (%s). The migration ID is %s: record it."
+                            % (path, exc.__class__.__name__, migration_id), migration_id=migration_id)
+    return data

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The service's vocabulary: every name and rule of the WP Cloud partner API that the collection relies on,
+defined once and imported wherever it is used (tests/unit/plugins/module_utils/test_vocabulary.py checks it).
+
+Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+
+Standard library only: the role's filter (plugins/filter/site_migration.py) imports it on every template.
+"""
+
+from __future__ import annotations
+
+import re
+
+DEFAULT_API_URL = "https://atomic-api.wordpress.com"
+
+# -- defaults of the connection and wait options (module_utils/_args.py, and the client's own) ----------------
+
+DEFAULT_TIMEOUT = 30
+DEFAULT_RETRIES = 5
+DEFAULT_RETRY_TIMEOUT = 120
+DEFAULT_WAIT_TIMEOUT = 1800
+DEFAULT_POLL_INTERVAL = 1.0
+DEFAULT_PROGRESS_INTERVAL = 15.0
+# The service asks for one second between polls of a pending ticket.
+MIN_POLL_INTERVAL = 1.0
+
+# -- migrations ---------------------------------------------------------------------------------------------
+
+# The states of ``state`` in migration.get that the collection acts on (the others: ``new``, after a
+# create or an update, and whatever else the service reports, are neither active nor ended).
+PREFLIGHT_RUNNING = "preflight-running"
+PREFLIGHT_SUCCEEDED = "preflight-succeeded"
+PREFLIGHT_FAILED = "preflight-failed"
+MIGRATION_RUNNING = "migration-running"
+MIGRATION_SUCCEEDED = "migration-succeeded"
+MIGRATION_FAILED = "migration-failed"
+
+# A run is active: the service refuses updates, preflights and a second run.
+RUNNING_STATES = frozenset([MIGRATION_RUNNING])
+# A preflight or a run is active: a wait that follows the migration's state goes on.
+ACTIVE_STATES = frozenset([PREFLIGHT_RUNNING, MIGRATION_RUNNING])
+# The run ended, well or not.
+RUN_TERMINAL_STATES = frozenset([MIGRATION_SUCCEEDED, MIGRATION_FAILED])
+# The last preflight or run failed.
+FAILED_STATES = frozenset([PREFLIGHT_FAILED, MIGRATION_FAILED])
+
+# Module option -> the service's parameter name. The one place where the names are mapped.
+FIELD_NAMES = {
+    "remote_host": "remote-host",
+    "remote_user": "remote-user",
+    "remote_port": "remote-port",
+    "remote_pass": "remote-pass",
+    "remote_docroot": "remote-docroot",
+    "remote_domain": "remote-domain",
+    "ssh_id": "ssh-id",
+    "ssh_id_pass": "ssh-id-pass",
+}
+PLAIN_FIELDS = ("remote_host", "remote_user", "remote_port", "remote_docroot", "remote_domain")
+# The credentials, which the service never shows again (in the order the messages name them).
+SECRET_FIELDS = ("remote_pass", "ssh_id", "ssh_id_pass")
+SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
+# Every field of a migration record that holds a secret: the credentials, and the private key of an
+# identity the service generates.
+RECORD_SECRETS = SECRET_PARAMS | frozenset(["generated-ssh-id"])
+
+# -- response tickets ---------------------------------------------------------------------------------------
+
+TICKET_ID_PARAM = "response-ticket-id"
+TICKET_RUNNING = "running"
+TICKET_SUCCESS = "success"
+TICKET_FAILURE = "failure"
+TICKET_TERMINAL = frozenset([TICKET_SUCCESS, TICKET_FAILURE])
+# Our names: a ticket that exists but has no response yet (HTTP 202), and a ticket or migration that a
+# wait could not read.
+TICKET_PENDING = "pending"
+UNREADABLE = "error"
+
+# -- sites and client metadata ------------------------------------------------------------------------------
+
+# Values of a site's allow_site_migration that mean "enabled, no migration attached", and "not enabled".
+# How the service spells the flag is not documented (a public SDK sends "true"); anything else non-empty
+# is taken as a migration ID.
+ALLOW_FLAG_VALUES = frozenset(["true", "1", "yes", "on", "enabled"])
+ALLOW_OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none", "null"])
+
+# Client metadata keys the service never returns once set.
+WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])
+
+
+def as_int_or_str(value):
+    """The service writes IDs as '5678' or 5678; return an int when it is one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
+# -- diagnoses of a failed preflight or run -----------------------------------------------------------------
+
+# Matching of failure messages to causes. The real service's wording is not published, so this is
+# the one place to adjust. Messages are read from the last to the first (the cause of a failure is
+# reported last; earlier lines are progress such as "Found WordPress installation in public_html"),
+# and within one message the first code whose pattern matches wins.
+DIAGNOSES = [
+    ("auth_failed",
+     [r"permission denied", r"authentication (?:failed|failure)", r"could not authenticate",
+      r"too many authentication failures", r"bad passphrase", r"incorrect passphrase",
+      r"host key verification failed", r"load key .*(?:invalid format|passphrase)"],
+     "The service could not log in to the source over SSH. If the migration uses the identity the service "
+     "generated, add the returned ssh_id_pub to ~/.ssh/authorized_keys of remote_user on remote_host; "
+     "otherwise check remote_user, remote_pass or ssh_id/ssh_id_pass and that remote_port reaches sshd. "
+     "Then update the migration and run preflight again."),
+    ("wp_cli_missing",
+     [r"(?:^|[\s:])wp: (?:command )?not found", r"wp-cli (?:is )?(?:not|un)available", r"wp-cli.*not (?:found|installed)",
+      r"wp-cli.*missing"],
+     "WP-CLI (the wp command) is not available to remote_user on the source. Install WP-CLI on the source "
+     "host, in a directory on the user's PATH for non-interactive SSH sessions, and run preflight again."),
+    ("rsync_missing",
+     [r"rsync: (?:command )?not found", r"rsync (?:is )?(?:not|un)available", r"rsync.*not installed"],
+     "rsync is not available to remote_user on the source. Install rsync on the source host (for example "
+     "apt-get install rsync) and run preflight again."),
+    ("docroot_missing",
+     [r"could not (?:locate|find) (?:a |the )?wordpress", r"no wordpress installation", r"wp-config\.php.*not found",
+      r"(?:document root|docroot).*(?:not found|does not exist|missing|no such)", r"set remote[-_]docroot"],
+     "No WordPress document root was found on the source. Set remote_docroot to the directory that "
+     "holds wp-config.php (for example /home/USER/public_html), update the migration and run preflight again."),
+]
+UNKNOWN_HINT = ("The failure did not match a known cause; read the ticket messages. Correct the problem "
+                "with an update of the migration, then run preflight again.")
+
+
+def diagnose(messages):
+    """Return {code, hint, matched} for a failed ticket's messages."""
+    for message in reversed(list(messages or [])):
+        for code, patterns, hint in DIAGNOSES:
+            for pattern in patterns:
+                match = re.search(pattern, message, re.IGNORECASE)
+                if match:
+                    return {"code": code, "hint": hint, "matched": match.group(0).strip()}
+    return {"code": "unknown", "hint": UNKNOWN_HINT, "matched": None}

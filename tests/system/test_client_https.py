@@ -1,0 +1,216 @@
+"""The API client against the emulator over real HTTPS: the envelope, statuses, retry rules, TLS and
+secrets on a real TLS connection with a locally made CA, and real network failures (a refused
+connection, resets, timeouts).
+
+The same rules without a server, on a faked HTTP layer: tests/unit/plugins/module_utils/test_client.py.
+"""
+
+import atexit
+import shutil
+import socket
+import sys
+import tempfile
+import time
+
+import pytest
+
+from playbooks import collection_tree
+
+# The collection of this checkout, importable as ansible_collections.wpcloud.hosting.
+_COLLECTIONS = tempfile.mkdtemp(prefix="wpcloud-client-https-")
+atexit.register(shutil.rmtree, _COLLECTIONS, True)
+sys.path.insert(0, str(collection_tree(_COLLECTIONS)))
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (  # noqa: E402
+    WPCloudAPIError,
+    WPCloudClient,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets  # noqa: E402
+
+SECRET_PASS = "canary-remote-pass-7f3a9"
+
+
+def client_for(emu, **kwargs):
+    options = dict(api_url=emu.url, api_key=emu.api_key, ca_path=emu.ca_path, retries=3, retry_timeout=20,
+                   sleep=lambda s: None)
+    options.update(kwargs)
+    return WPCloudClient(**options)
+
+
+def writes(emu, since):
+    return [r["endpoint"] for r in emu.requests_log(since) if r["write"]]
+
+
+def last_seq(emu):
+    log = emu.requests_log()
+    return log[-1]["seq"] if log else 0
+
+
+@pytest.fixture()
+def closed_port():
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def test_envelope_unwrapped_and_auth_header_sent(emu):
+    resp = client_for(emu).call("site.get", site="1001")
+    assert resp.status == 200 and resp.message == "OK"
+    assert resp.data["atomic_site_id"] == 1001
+
+
+def test_wrong_key_is_403_with_advice_and_no_key_in_text(emu):
+    client = client_for(emu, api_key="wrong-key-canary-123")
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.get", site="1001")
+    assert info.value.status == 403
+    assert "api_key" in info.value.message
+    assert "wrong-key-canary-123" not in str(info.value) + repr(info.value.to_dict())
+
+
+def test_404_raises_or_is_returned_when_accepted(emu):
+    client = client_for(emu)
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.get", site="999999")
+    assert info.value.status == 404 and info.value.effect == "none"
+    assert client.call("site.get", accept_status=(404,), site="999999").status == 404
+
+
+def test_ticket_202_then_final_and_400_404(emu, new_site):
+    client = client_for(emu)
+    site = new_site()
+    created = client.call("migration.create", params={"remote-host": "src.example", "remote-user": "www"}, site=site)
+    ticket = client.call("migration.preflight", migration_id=created.data["migration-id"]).data["response-ticket-id"]
+    first = client.call("ticket.summary", params={"response-ticket-id": ticket})
+    assert first.status == 202 and first.pending and first.data is None
+    with pytest.raises(WPCloudAPIError) as omitted:
+        client.call("ticket.summary", params={})
+    assert omitted.value.status == 400
+    with pytest.raises(WPCloudAPIError) as unknown:
+        client.call("ticket.summary", params={"response-ticket-id": "nope.1"})
+    assert unknown.value.status == 404
+
+
+def test_read_retried_on_503_and_429(emu):
+    client = client_for(emu)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "site.get", "status": 503, "count": 2},
+                    {"endpoint": "site_meta.get", "status": 429, "retry_after": 0, "count": 1}])
+    assert client.call("site.get", site="1001").status == 200
+    assert client.call("site_meta.get", site="1001", key="allow_site_migration").status == 200
+    statuses = [(r["endpoint"], r["status"]) for r in emu.requests_log(since)]
+    assert statuses == [("site.get", 503), ("site.get", 503), ("site.get", 200),
+                        ("site_meta.get", 429), ("site_meta.get", 200)]
+
+
+def test_retry_after_is_honoured(emu):
+    slept = []
+    client = client_for(emu, sleep=slept.append)
+    emu.set_faults([{"endpoint": "site.get", "status": 429, "retry_after": 2, "count": 1}])
+    client.call("site.get", site="1001")
+    assert slept == [2.0]
+
+
+def test_write_retried_on_429_only_once_effect_is_none(emu, new_site):
+    client = client_for(emu)
+    site = new_site(allow_migration=False)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "site.allow_migration", "status": 429, "retry_after": 0, "count": 1}])
+    client.call("site.allow_migration", site=site)
+    assert writes(emu, since) == ["site.allow_migration", "site.allow_migration"]
+    assert [r["status"] for r in emu.requests_log(since)] == [429, 200]
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_write_not_repeated_on_5xx(emu, new_site, status):
+    client = client_for(emu)
+    site = new_site(allow_migration=False)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "site.allow_migration", "status": status, "count": 1}])
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.allow_migration", site=site)
+    assert info.value.effect == "unknown" and not info.value.retry_safe
+    assert "not repeated" in info.value.message
+    assert writes(emu, since) == ["site.allow_migration"]
+
+
+def test_write_reset_after_processing_is_not_repeated(emu, new_site):
+    client = client_for(emu)
+    site = new_site()
+    since = last_seq(emu)
+    # A reset after the service processed the create: the effect is unknown, so it is not repeated.
+    emu.set_faults([{"endpoint": "migration.create", "reset": "after", "count": 1}])
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("migration.create", params={"remote-host": "h.example", "remote-user": "u",
+                                                "remote-pass": SECRET_PASS}, site=site)
+    assert info.value.effect == "unknown"
+    assert writes(emu, since) == ["migration.create"]
+    assert SECRET_PASS not in str(info.value)
+    # The site now holds the migration the lost answer created: a re-run finds it.
+    meta = client.call("site_meta.get", site=site, key="allow_site_migration")
+    assert str(meta.data).isdigit()
+
+
+def test_read_reset_is_retried(emu):
+    client = client_for(emu)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "site.get", "reset": "before", "count": 1}])
+    assert client.call("site.get", site="1001").status == 200
+    assert [r["endpoint"] for r in emu.requests_log(since)] == ["site.get", "site.get"]
+
+
+def test_read_timeout_retried_write_timeout_not(emu, new_site):
+    client = client_for(emu, timeout=1)
+    emu.set_faults([{"endpoint": "site.get", "latency": 2, "count": 1}])
+    assert client.call("site.get", site="1001").status == 200
+    site = new_site(allow_migration=False)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "site.allow_migration", "latency": 2, "count": 1}])
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.allow_migration", site=site)
+    assert info.value.effect == "unknown"
+    time.sleep(1.5)  # the slow request is logged when the emulator finishes it
+    assert writes(emu, since) == ["site.allow_migration"]
+
+
+def test_connection_refused_is_retried_even_for_writes_and_reported_as_not_sent(closed_port):
+    calls = []
+    client = WPCloudClient(api_url="https://127.0.0.1:%d" % closed_port, api_key="k", retries=2, retry_timeout=10,
+                           sleep=calls.append)
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.allow_migration", site="1")
+    assert info.value.effect == "none" and info.value.retry_safe
+    assert info.value.attempts == 3 and len(calls) == 2
+    assert info.value.message.startswith("Could not reach https://127.0.0.1:%d/api/v1.0/site-allow-ssh-migration/1: "
+                                         "connection refused; check api_url" % closed_port)
+
+
+def test_retries_bounded_by_deadline(emu):
+    client = client_for(emu, retries=10, retry_timeout=1, sleep=lambda s: None)
+    emu.set_faults([{"endpoint": "site.get", "status": 503, "retry_after": 5}])
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("site.get", site="1001")
+    assert info.value.status == 503 and info.value.attempts <= 11
+
+
+def test_tls_verified_against_the_ca_and_refused_without_it(emu, monkeypatch):
+    # Environment CA bundles must not override ca_path.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent.pem")
+    assert client_for(emu).call("site.get", site="1001").status == 200
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    with pytest.raises(WPCloudAPIError) as info:
+        client_for(emu, ca_path=None).call("site.get", site="1001")
+    assert "TLS" in info.value.message and "ca_path" in info.value.message
+
+
+def test_api_key_and_the_tasks_secrets_never_in_error_text(emu, new_site):
+    client = client_for(emu, secrets=Secrets([SECRET_PASS]))
+    emu.set_faults([{"endpoint": "migration.create", "status": 400}])
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call("migration.create", params={"remote-host": "h", "remote-user": "u", "remote-pass": SECRET_PASS},
+                    site=new_site())
+    text = str(info.value) + repr(info.value.to_dict())
+    assert emu.api_key not in text and SECRET_PASS not in text

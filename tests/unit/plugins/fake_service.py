@@ -1,0 +1,370 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The partner API in memory, behind a requests transport adapter: no server, no socket.
+
+Every session of a WPCloudClient sends through ``FakeService.adapter()`` (the ``fake_api`` fixture mounts
+it), so the client's own code runs whole: the operation table, form bodies and query strings, the Auth
+header, the envelope, statuses and the retry rules. The service keeps what the modules rely on (sites and
+their allow_site_migration, migrations with their states, client metadata, response tickets) and logs
+every request like the emulator's request log (tests/support/emulator): operation, method, parameter names, and
+whether it writes. ``fault`` makes the next matching requests fail as a network or a service does,
+with the exception chains requests and urllib3 raise.
+
+Real HTTPS against the emulator: tests/system/test_client_https.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import requests
+from requests.adapters import BaseAdapter
+from requests.structures import CaseInsensitiveDict
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.exceptions import SSLError as Urllib3SSLError
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import API_PREFIX, OPERATIONS, WRITE
+
+API_KEY = "unit-key"
+URL = "https://api.wpcloud.test"
+SERVICE_REDACTED = "[redacted]"  # what the service itself shows for a credential (the emulator's choice)
+SECRETS = ("remote-pass", "ssh-id", "ssh-id-pass")
+
+
+def _routes():
+    routes = []
+    for name, (method, template, kind) in OPERATIONS.items():
+        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
+        routes.append((method, re.compile("^" + pattern + "$"), name, kind))
+    return routes
+
+
+ROUTES = _routes()
+
+
+def _caused(*chain):
+    """The last exception, each one caused by the one before (as urllib3 and requests raise them)."""
+    for cause, effect in zip(chain, chain[1:]):
+        effect.__cause__ = cause
+    return chain[-1]
+
+
+def network_error(kind, url):
+    """The exception requests raises for a network failure of ``kind``."""
+    if kind == "refused":
+        return _caused(ConnectionRefusedError(111, "Connection refused"),
+                       NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"),
+                       MaxRetryError(None, url), requests.exceptions.ConnectionError("Max retries exceeded"))
+    if kind == "connect-timeout":
+        reason = ConnectTimeoutError(None, "Connection to api.wpcloud.test timed out. (connect timeout=1)")
+        return _caused(reason, MaxRetryError(None, url, reason), requests.exceptions.ConnectTimeout("timed out"))
+    if kind == "read-timeout":
+        return _caused(ReadTimeoutError(None, url, "Read timed out. (read timeout=1)"),
+                       requests.exceptions.ReadTimeout("Read timed out."))
+    if kind == "reset":
+        return _caused(ConnectionResetError(104, "Connection reset by peer"),
+                       ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")),
+                       requests.exceptions.ConnectionError("Connection aborted."))
+    if kind == "tls":
+        verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+                                                 "unable to get local issuer certificate")
+        return _caused(verify, Urllib3SSLError(verify), MaxRetryError(None, url),
+                       requests.exceptions.SSLError("certificate verify failed"))
+    if kind == "tls-record":
+        # A TLS record error mid-request (not about the certificate): a lost connection.
+        lost = ssl.SSLError(1, "[SSL: DECRYPTION_FAILED_OR_BAD_RECORD_MAC] decryption failed or bad record mac")
+        return _caused(lost, requests.exceptions.SSLError("bad record mac"))
+    raise ValueError(kind)
+
+
+class FakeTransport(BaseAdapter):
+    """A requests adapter that hands every request to a FakeService."""
+
+    def __init__(self, service):
+        super().__init__()
+        self.service = service
+
+    def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
+        self.service.verified.append(verify)
+        return self.service.handle(request)
+
+    def close(self):
+        pass
+
+
+class FakeService(object):
+    """The little of the service that the modules' logic relies on, in memory (see the module doc)."""
+
+    def __init__(self, api_key=API_KEY):
+        self.api_key = api_key
+        self.url = URL
+        self.log = []
+        self.verified = []
+        self.sites = {}
+        self.migrations = {}
+        self.meta = {}
+        self.tickets = {}
+        self.faults = []
+        self.scripts = {}
+        self.next_id = 5001
+        self.next_ticket = 1
+
+    def adapter(self):
+        return FakeTransport(self)
+
+    # -- what the tests set up ---------------------------------------------------------------------------
+    def add_site(self, site, allow=None):
+        """A site; ``allow`` is its allow_site_migration (None: not allowed, "true", or a migration ID)."""
+        self.sites[str(site)] = allow
+        return str(site)
+
+    def add_migration(self, site="1002", state="new", auth="generated", **args):
+        migration_id = self.next_id
+        self.next_id += 1
+        self.migrations[migration_id] = {"atomic_site_migration_id": str(migration_id), "atomic_site_id": str(site),
+                                         "state": state, "auth": auth, "args": dict(args)}
+        self.sites[str(site)] = str(migration_id)
+        return migration_id
+
+    def script(self, kind, steps=("success",), messages=(), migration_id=None):
+        """How the next tickets of ``kind`` (preflight, ready) go: one step per summary poll, the last one
+        repeated ("pending" is a 202, then "running", "success" or "failure"); their full form's messages."""
+        self.scripts[(kind, migration_id)] = {"steps": list(steps), "messages": list(messages)}
+
+    def states(self, migration_id, *states):
+        """The states migration.get reports for a migration, one per read, the last one repeated."""
+        self.migrations[migration_id]["states"] = list(states)
+
+    def fault(self, operation, status=None, error=None, count=1, retry_after=None, after=False, body=None):
+        """The next ``count`` requests of ``operation`` ("*": any) fail: with HTTP ``status`` (and
+        Retry-After, or a non-JSON ``body``), or the network ``error`` of network_error(); ``after``: the
+        service applied the request first (its answer was lost)."""
+        self.faults.append(dict(operation=operation, status=status, error=error, count=count,
+                                retry_after=retry_after, after=after, body=body))
+
+    # -- what the tests read -----------------------------------------------------------------------------
+    @property
+    def calls(self):
+        return self.log
+
+    @property
+    def writes(self):
+        return [c for c in self.log if c["write"]]
+
+    def operations(self):
+        return [c["operation"] for c in self.log]
+
+    # -- the transport side ------------------------------------------------------------------------------
+    def handle(self, request):
+        parts = urlsplit(request.url)
+        assert parts.path.startswith(API_PREFIX), parts.path
+        route = [(name, kind, match) for method, pattern, name, kind in ROUTES
+                 for match in [pattern.match(parts.path[len(API_PREFIX):])] if method == request.method and match]
+        assert route, "no operation for %s %s" % (request.method, parts.path)
+        name, kind, match = route[0]
+        path_args = dict((key, unquote(value)) for key, value in match.groupdict().items())
+        body = request.body or ""
+        body = body.decode() if isinstance(body, bytes) else body
+        params = dict(parse_qsl(parts.query if request.method == "GET" else body, keep_blank_values=True))
+        entry = {"operation": name, "method": request.method, "path": parts.path, "query": parts.query,
+                 "params": sorted(params), "sent": params, "write": kind == WRITE,
+                 "headers": dict(request.headers), "status": None}
+        self.log.append(entry)
+        fault = self._take_fault(name)
+        if fault and fault["error"] and not fault["after"]:
+            entry["status"] = fault["error"]
+            raise network_error(fault["error"], request.url)
+        if fault and fault["status"]:
+            entry["status"] = fault["status"]
+            headers = {"Retry-After": str(fault["retry_after"])} if fault["retry_after"] is not None else {}
+            if fault["body"] is not None:
+                return self._response(request, fault["status"], raw=fault["body"], headers=headers)
+            return self._response(request, fault["status"], "fault", [], headers)
+        if request.headers.get("Auth") != self.api_key:
+            entry["status"] = 403
+            return self._response(request, 403, "Forbidden: invalid API key", [])
+        status, data = getattr(self, "_" + name.replace(".", "_"))(params, **path_args)
+        entry["status"] = status
+        if fault and fault["error"]:
+            entry["status"] = fault["error"]
+            raise network_error(fault["error"], request.url)
+        if status == 202:
+            return self._response(request, 202, "Accepted", None)
+        return self._response(request, status, "OK" if status < 300 else "error %d" % status, data)
+
+    def _take_fault(self, name):
+        for fault in self.faults:
+            if fault["operation"] in (name, "*") and fault["count"] > 0:
+                fault["count"] -= 1
+                return fault
+        return None
+
+    @staticmethod
+    def _response(request, status, message=None, data=None, headers=None, raw=None):
+        resp = requests.Response()
+        resp.status_code = status
+        resp._content = raw.encode() if raw is not None else json.dumps({"message": message, "data": data}).encode()
+        resp.headers = CaseInsensitiveDict(dict({"Content-Type": "application/json"}, **(headers or {})))
+        resp.url = request.url
+        resp.request = request
+        resp.encoding = "utf-8"
+        resp.reason = "fake"
+        return resp
+
+    # -- operations ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _auth(args):
+        if "remote-pass" in args:
+            return "password"
+        if "ssh-id" in args:
+            return "key-passphrase" if "ssh-id-pass" in args else "key"
+        return "generated"
+
+    def _store(self, record, params):
+        for name, value in params.items():
+            # the service keeps numbers as numbers: the port reads back as 2022
+            record["args"][name] = int(value) if name == "remote-port" else value
+        if any(name in params for name in SECRETS):
+            for name in SECRETS:
+                if name not in params:
+                    record["args"].pop(name, None)
+            record["auth"] = self._auth(params)
+
+    def _migration(self, migration_id):
+        return self.migrations.get(int(migration_id)) if str(migration_id).isdigit() else None
+
+    def _site_get(self, params, site):
+        if site not in self.sites:
+            return 404, []
+        return 200, {"atomic_site_id": int(site) if site.isdigit() else 1001, "domain_name": "%s.example" % site}
+
+    def _site_meta_get(self, params, site, key):
+        if site not in self.sites:
+            return 404, []
+        return 200, self.sites[site]
+
+    def _site_allow_migration(self, params, site):
+        if site not in self.sites:
+            return 404, []
+        if self.sites[site] not in (None, "true"):
+            return 200, {"ready_for_migration": False}
+        self.sites[site] = "true"
+        return 200, {"ready_for_migration": True}
+
+    def _migration_create(self, params, site):
+        if site not in self.sites:
+            return 404, []
+        if self.sites[site] is None:
+            return 403, []
+        if self.sites[site] != "true":
+            return 409, []
+        if not params.get("remote-host") or not params.get("remote-user"):
+            return 400, []
+        migration_id = self.add_migration(site=site)
+        self._store(self.migrations[migration_id], params)
+        data = {"migration-id": migration_id}
+        if self.migrations[migration_id]["auth"] == "generated":
+            data["ssh-id-pub"] = self.migrations[migration_id]["ssh-id-pub"] = \
+                "ssh-ed25519 AAAAfake wpcloud-migration-%d" % migration_id
+        return 200, data
+
+    def _migration_get(self, params, migration_id):
+        record = self._migration(migration_id)
+        if record is None:
+            return 404, []
+        if record.get("states"):
+            record["state"] = record["states"].pop(0) if len(record["states"]) > 1 else record["states"][0]
+        shown = dict((k, v) for k, v in record.items() if k != "states")
+        shown["args"] = dict((k, SERVICE_REDACTED if k in SECRETS else v) for k, v in record["args"].items())
+        return 200, shown
+
+    def _migration_update(self, params, migration_id):
+        record = self._migration(migration_id)
+        if record is None:
+            return 404, []
+        if record["state"] == "migration-running":
+            return 409, []
+        self._store(record, params)
+        record["state"] = "new"
+        return 200, {"migration-id": int(migration_id)}
+
+    def _start(self, kind, migration_id):
+        record = self._migration(migration_id)
+        if record is None:
+            return 404, []
+        if record["state"] == "migration-running":
+            return 409, []
+        script = self.scripts.get((kind, int(migration_id))) or self.scripts.get((kind, None)) or \
+            {"steps": ["success"], "messages": []}
+        ticket_id = "%08x.%d" % (int(migration_id), self.next_ticket)
+        self.next_ticket += 1
+        self.tickets[ticket_id] = {"steps": list(script["steps"]), "messages": list(script["messages"]),
+                                   "migration_id": int(migration_id), "kind": kind, "responses": 0}
+        record["state"] = "preflight-running" if kind == "preflight" else "migration-running"
+        return 200, {"response-ticket-id": ticket_id}
+
+    def _migration_preflight(self, params, migration_id):
+        return self._start("preflight", migration_id)
+
+    def _migration_ready(self, params, migration_id):
+        return self._start("ready", migration_id)
+
+    def _ticket(self, params, full):
+        ticket_id = params.get("response-ticket-id")
+        if not ticket_id:
+            return 400, []
+        ticket = self.tickets.get(ticket_id)
+        if ticket is None:
+            return 404, []
+        steps = ticket["steps"]
+        step = steps.pop(0) if len(steps) > 1 and not full else steps[0]
+        if step == "pending":
+            return 202, None
+        ticket["responses"] += 1 if not full else 0
+        if step in ("success", "failure"):
+            record = self.migrations[ticket["migration_id"]]
+            done = "%s-%s" % ("preflight" if ticket["kind"] == "preflight" else "migration",
+                              "succeeded" if step == "success" else "failed")
+            record["state"] = done
+        data = {"response-ticket-id": ticket_id, "status": step, "response_count": ticket["responses"]}
+        if full:
+            data["responses"] = [{"timestamp": 1700000000 + n, "message": m} for n, m in enumerate(ticket["messages"])]
+        return 200, data
+
+    def _ticket_summary(self, params):
+        return self._ticket(params, full=False)
+
+    def _ticket_full(self, params):
+        return self._ticket(params, full=True)
+
+    def _client_meta_get(self, params, client, key):
+        if key not in self.meta:
+            return 404, []
+        return 200, None if key == "webhook_hmac_key" else self.meta[key]
+
+    def _client_meta_add(self, params, client, key):
+        if key in self.meta:
+            return 409, []
+        self.meta[key] = params["value"]
+        return 200, []
+
+    def _client_meta_update(self, params, client, key):
+        if key not in self.meta:
+            return 404, []
+        self.meta[key] = params["value"]
+        return 200, []
+
+    def _client_meta_remove(self, params, client, key):
+        if key not in self.meta:
+            return 404, []
+        del self.meta[key]
+        return 200, []

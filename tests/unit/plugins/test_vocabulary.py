@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Each rule of the service is defined once (module_utils/_vocabulary.py) and imported wherever it is used."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+
+import pytest
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils import _vocabulary
+
+PLUGINS = os.path.abspath(os.path.join(os.path.dirname(_vocabulary.__file__), ".."))
+VOCABULARY = [name for name in dir(_vocabulary) if not name.startswith("_") and name not in ("annotations", "re")]
+# The module files of the collection that are Python plugins (the event source is a plugin of ansible-rulebook).
+SOURCES = sorted(os.path.join(root, name) for root, dirs, names in os.walk(PLUGINS) for name in names
+                 if name.endswith(".py") and name != "__init__.py")
+DOCS = ("DOCUMENTATION", "EXAMPLES", "RETURN")
+
+
+def module_name(path):
+    relative = os.path.relpath(path, PLUGINS)[:-3].replace(os.sep, ".")
+    return "ansible_collections.wpcloud.hosting.plugins." + relative
+
+
+def uses():
+    """(module, name) for every vocabulary name that a plugin file names."""
+    found = []
+    for path in SOURCES:
+        if path == _vocabulary.__file__:
+            continue
+        with open(path) as handle:
+            words = set(re.findall(r"\w+", handle.read()))
+        found.extend((module_name(path), name) for name in VOCABULARY if name in words)
+    return found
+
+
+USES = uses()
+
+
+def test_the_vocabulary_is_used_where_it_was_defined_before():
+    # Migration states were defined four times (_migration.py, _poller.py, _tickets.py and the role's
+    # template), secret field names three times: each is now one object, imported by these files.
+    where = {}
+    for module, name in USES:
+        where.setdefault(name, set()).add(module.rsplit(".", 1)[-1])
+    assert {"_migration", "_runs", "site_migration"} <= where["RUNNING_STATES"]
+    assert {"_migration", "site_migration"} <= where["SECRET_FIELDS"]
+    assert {"_migration", "site_migration"} <= where["SECRET_PARAMS"]
+    assert {"_runs", "site_migration"} <= where["FAILED_STATES"]
+    assert {"_poller", "_runs", "site_migration"} <= where["TICKET_TERMINAL"]
+    assert {"_args", "site_migration"} <= where["MIN_POLL_INTERVAL"]
+    assert {"_runs"} <= where["RUN_TERMINAL_STATES"] and {"_runs"} <= where["ACTIVE_STATES"]
+    assert {"_args", "_client"} <= where["DEFAULT_TIMEOUT"]
+    assert {"_runs"} <= where["diagnose"]
+
+
+@pytest.mark.parametrize("module,name", USES, ids=["%s:%s" % (m.rsplit(".", 1)[-1], n) for m, n in USES])
+def test_every_use_is_the_one_definition(module, name):
+    """A file that names a vocabulary item holds the vocabulary's own object, not a copy of its own."""
+    loaded = importlib.import_module(module)
+    if hasattr(loaded, name):
+        assert getattr(loaded, name) is getattr(_vocabulary, name)
+    # Otherwise the file only mentions the name (in a comment or text); it cannot hold a copy.
+
+
+def service_words():
+    """The service's own spellings: migration states, parameter names, credential fields, the ticket parameter."""
+    words = set(_vocabulary.FIELD_NAMES.values()) | set(_vocabulary.RECORD_SECRETS) | {_vocabulary.TICKET_ID_PARAM}
+    for name in VOCABULARY:
+        value = getattr(_vocabulary, name)
+        if name.startswith(("PREFLIGHT_", "MIGRATION_")) and isinstance(value, str):
+            words.add(value)
+    return words
+
+
+def code_strings(path):
+    """Every string constant of a file's code: not its docstrings, nor DOCUMENTATION, EXAMPLES and RETURN."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in DOCS for t in node.targets):
+            skipped.add(id(node.value))
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body and \
+                isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            skipped.add(id(node.body[0].value))
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped]
+
+
+def test_no_plugin_spells_the_services_words_itself():
+    words = service_words()
+    assert {"migration-running", "remote-pass", "generated-ssh-id", "response-ticket-id"} <= words
+    spelled = dict((os.path.relpath(path, PLUGINS), sorted(words & set(code_strings(path))))
+                   for path in SOURCES if path != _vocabulary.__file__)
+    assert dict((path, found) for path, found in spelled.items() if found) == {}
