@@ -73,10 +73,11 @@ def where(params, environ=None):
     if via == "auto":
         via = "file" if has_spool else "http" if url else None
         if via is None:
-            raise AckError("cannot acknowledge %s: %s is not a spool directory on this machine, and no url is known. "
-                           "Where the playbook runs away from the event source (an AAP job template), set the "
-                           "source's ack_url and ack_token, and give this task the token (token or %s)"
-                           % (delivery_id, spool_dir or "no spool_dir", ENV_TOKEN))
+            raise AckError("cannot acknowledge %s: %s, and no url is known. Where the playbook runs away from the "
+                           "event source (an AAP job template), set the source's ack_url and ack_token, and give "
+                           "this task the token (token or %s)"
+                           % (delivery_id, "%s is not a spool directory on this machine" % spool_dir if spool_dir
+                              else "no spool_dir", ENV_TOKEN))
     elif via == "file" and not has_spool:
         raise AckError("spool_dir %s is not the spool directory of a wpcloud.hosting.webhook source on this machine "
                        "(no %s); use via: http with url and token where the playbook runs elsewhere"

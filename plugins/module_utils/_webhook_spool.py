@@ -70,7 +70,7 @@ STATES = (STORED, EMITTED, DONE, DEAD_STATE, REPLAY)
 PENDING_STATES = (STORED, EMITTED, REPLAY)
 
 # A token of the journal: what a delivery id may hold so that a line splits into its fields.
-_TOKEN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_TOKEN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
 # ------------------------------------------------------------------------------------ records
@@ -155,9 +155,9 @@ def read_mark(directory: str) -> int:
 
 # ------------------------------------------------------------------------------------ the journal
 def journal_line(verb: str, delivery_id: str, seq=None, attempt=None, when=None, via=None) -> bytes:
-    if verb not in VERBS or not _TOKEN.match(delivery_id or ""):
+    if verb not in VERBS or not _TOKEN.fullmatch(delivery_id or ""):
         raise ValueError("not a journal entry: %r %r" % (verb, delivery_id))
-    if via is not None and not _TOKEN.match(via):
+    if via is not None and not _TOKEN.fullmatch(via):
         raise ValueError("not a journal field: %r" % via)
     return b"%s %s %s %s %.3f %s\n" % (
         verb.encode(), delivery_id.encode(), b"-" if seq is None else b"%d" % int(seq),
@@ -180,7 +180,7 @@ def parse_journal(data: bytes):
             when = float(parts[4])
         except (UnicodeDecodeError, ValueError):
             continue
-        if verb in VERBS and _TOKEN.match(delivery_id):
+        if verb in VERBS and _TOKEN.fullmatch(delivery_id):
             entries.append((verb, delivery_id, seq, attempt, when, None if via == "-" else via))
     return entries
 
@@ -253,19 +253,23 @@ def _last_state(fd: int, delivery_id: str, block: int = 1 << 16):
     end; None when an ``emit`` of it comes first (handed over again since) or there is none."""
     needle = (" %s " % delivery_id).encode()
     end = os.fstat(fd).st_size
-    carry = b""
+    carry = b""                   # the start of the block after this one: a line cut by the block boundary
     while end > 0:
         start = max(0, end - block)
         data = os.pread(fd, end - start, start) + carry
-        cut = data.find(b"\n") + 1 if start > 0 else 0      # a line cut by the block starts the next read
-        lines = data[cut:].split(b"\n")
-        for line in reversed(lines):
+        carry = b""
+        if start > 0:
+            first = data.find(b"\n")
+            if first < 0:         # all of it is part of one line: read on
+                carry, end = data, start
+                continue
+            carry, data = data[:first + 1], data[first + 1:]
+        for line in reversed(data.split(b"\n")):
             if needle in line:
                 entry = parse_journal(line)
                 if entry:
                     verb = entry[0][0]
                     return None if verb == EMIT else verb
-        carry = data[:cut]
         end = start
     return None
 
