@@ -110,7 +110,7 @@ seealso:
 
 EXAMPLES = r'''
 # In a playbook that a rulebook runs (run_playbook) for a wpcloud.hosting.webhook event:
-- name: Record the provisioned site (idempotent: one file per delivery)
+- name: Record the provisioned site, one file per delivery (idempotent)
   ansible.builtin.copy:
     dest: "/var/lib/wpcloud/provisioned/{{ ansible_eda.event.meta.delivery_id }}.json"
     content: "{{ ansible_eda.event.payload | to_json }}"

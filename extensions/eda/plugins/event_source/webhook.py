@@ -18,12 +18,12 @@ description:
   - An event is answered with exactly HTTP 200 only after it has been appended to a spool file and
     the file has been synced to disk (requests that arrive together share one fsync). Events are
     then emitted in order.
-  - An event is done only when its processing is done (at least once, keyed by C(meta.delivery_id)):
+  - An event is done only when its processing is done (at least once, keyed by C(meta.delivery_id));
     the rulebook's action acknowledges it last, with M(wpcloud.hosting.webhook_ack) (the sample
     playbooks do). An event not acknowledged within O(ack_timeout) seconds, or not acknowledged
     before a crash or restart, is emitted again with the same C(meta.delivery_id) and a higher
     C(meta.attempt); after O(max_attempts) it is given up (a dead letter, logged as an error) and
-    waits for the operator. Actions must therefore be idempotent. O(ack_timeout=0) turns this off:
+    waits for the operator. Actions must therefore be idempotent. O(ack_timeout=0) turns this off, and
     an event is then done once it was handed to the rulebook (and confirmed, O(emit_confirm_delay)).
   - The operator command C(python webhook.py events list|replay|ack --spool-dir DIR) (or the playbook
     C(wpcloud.hosting.webhook_events)) lists stored deliveries by time range, state or delivery id,
@@ -46,7 +46,7 @@ description:
   - Unknown event types and unknown fields pass through untouched. The event has the body in
     C(payload) and C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
     C(location)), C(received_at) and C(uuid) in C(meta); with acknowledgements on also C(attempt)
-    (1 the first time) and C(ack) (C(spool_dir), C(url): where M(wpcloud.hosting.webhook_ack) records
+    (1 the first time) and C(ack) (C(spool_dir) and C(url), where M(wpcloud.hosting.webhook_ack) records
     the acknowledgement).
     Authorization, cookie, token and signature headers are never copied into C(meta.headers).
   - C(GET /healthz) answers 200 with counters (no secrets), including C(key_count) and
@@ -194,8 +194,8 @@ options:
   ack_token:
     description:
       - Enables the receiver's acknowledgement endpoint C(POST /_wpcloud/ack) for actions that run on
-        another node (an AAP job template): they send C({"delivery_id": ...}) with
-        C(Authorization: Bearer <ack_token>). At least 32 characters, 10 of them distinct.
+        another node (an AAP job template). They send a JSON object with their C(delivery_id) and the header
+        C(Authorization) set to C(Bearer) and the token. At least 32 characters, 10 of them distinct.
       - When not set, the environment variable C(WPCLOUD_WEBHOOK_ACK_TOKEN) is read. Without either
         the endpoint answers 404 and acknowledgements go into O(spool_dir) directly.
     type: str
