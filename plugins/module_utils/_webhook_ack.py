@@ -37,6 +37,7 @@ HTTP_ATTEMPTS = 3          # an acknowledgement is idempotent: repeating it is s
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 VIAS = ("auto", "file", "http")
 
+
 class AckError(Exception):
     """A failure the task reports (its message names the option to fix)."""
 

@@ -127,8 +127,8 @@ def unsigned_delivery_id(body):
     return UNSIGNED_ID_PREFIX + body_fingerprint(body)
 
 
-_DELIVERY_ID = re.compile(r"(?:%s|%s)[0-9a-f]{%d}" % (re.escape(SIGNED_ID_PREFIX), re.escape(UNSIGNED_ID_PREFIX),
-                                                        DELIVERY_ID_HEX_DIGITS))
+_DELIVERY_ID = re.compile(r"(?:%s|%s)[0-9a-f]{%d}"
+                          % (re.escape(SIGNED_ID_PREFIX), re.escape(UNSIGNED_ID_PREFIX), DELIVERY_ID_HEX_DIGITS))
 
 
 def is_delivery_id(value):

@@ -83,6 +83,7 @@ attributes:
       Not in C(group/wpcloud.hosting.all): it has no API connection options, so module defaults for
       that group (C(api_url), C(api_key)) would be unknown options here.
     support: none
+    membership: []
   async:
     description: Not supported; an acknowledgement takes milliseconds.
     support: none

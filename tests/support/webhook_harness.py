@@ -560,13 +560,16 @@ class CrashExperiment:
     Each repetition starts from the recovered state of the one before (the restarted process).
     """
 
+    KINDS = ("site_provisioned", "site_provisioned", "response_ticket_updated", "over_quota")
+
     def __init__(self, workdir, key, burst=6, slow=0.25, gap=0.15, kill_window=12.0, seed=None,
-                 ack_timeout=600, recover_timeout=240):
+                 ack_timeout=600, recover_timeout=240, kinds=KINDS, repo=REPO):
         import random  # pylint: disable=import-outside-toplevel
         self.workdir = Path(workdir)
         self.key = key
         self.burst, self.slow, self.gap, self.kill_window = burst, slow, gap, kill_window
         self.recover_timeout = recover_timeout
+        self.kinds = kinds
         self.rng = random.Random(seed)
         self.tls = tls(self.workdir / "tls")
         self.port = free_port()
@@ -577,7 +580,7 @@ class CrashExperiment:
         (self.workdir / "vars.yml").write_text(json.dumps(rulebook_vars))
         self.spool = Path(rulebook_vars["wpcloud_webhook_spool_dir"])
         self.runs_log = self.workdir / "runs.log"
-        env = {"ANSIBLE_COLLECTIONS_PATH": str(collection_tree(self.workdir)), "ANSIBLE_NOCOLOR": "1",
+        env = {"ANSIBLE_COLLECTIONS_PATH": str(collection_tree(self.workdir, repo)), "ANSIBLE_NOCOLOR": "1",
                "WPCLOUD_WEBHOOK_HMAC_KEYS": key}
         env.update(runs_callback(self.workdir, self.runs_log, slow))
         self.rb = Rulebook(self.workdir, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml",
@@ -598,23 +601,29 @@ class CrashExperiment:
         bodies = []
         for _i in range(self.burst):
             self.counter += 1
-            kind = ("site_provisioned", "site_provisioned", "response_ticket_updated", "over_quota")[self.counter % 4]
+            kind = self.kinds[self.counter % len(self.kinds)]
             data = {"response-ticket-id": "t.%d" % self.counter, "status": "success"} if kind != "site_provisioned" else []
             bodies.append(signed(self.key, kind, 700000 + self.counter, data))
         return bodies
 
     def _phase(self, sender):
-        runs = read_runs(self.runs_log)
-        open_runs = [d for d, r in runs.items() if len(r["starts"]) > r["acked"]]
-        if open_runs:
-            return "in a playbook"
-        if sender.is_alive():
-            return "during deliveries"
-        return "between actions"
+        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
+        deliveries, or neither (the rule engine between actions, or idle)."""
+        playbooks = 0
+        for pid in process_tree(self.rb.proc.pid):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                    playbooks += b"ansible-playbook" in handle.read()
+            except OSError:
+                pass
+        if playbooks:
+            return "in a playbook" + (" while deliveries arrive" if sender.is_alive() else "")
+        return "during deliveries" if sender.is_alive() else "between actions"
 
-    def repetition(self, kill_after_first_run=None):
-        """One repetition; ``kill_after_first_run``: kill that many seconds after the first playbook
-        of the burst started (the issue's measurement: 1.5), instead of at a random point."""
+    def repetition(self, kill_after_first_run=None, kill_at=None):
+        """One repetition; the kill comes ``kill_at`` seconds after the burst started (default: a random
+        point of kill_window), or ``kill_after_first_run`` seconds after the first playbook of the burst
+        started (the issue's measurement: 1.5)."""
         index = len(self.results) + 1
         runs_before = sum(len(r["starts"]) for r in read_runs(self.runs_log).values())
         bodies = self._bodies()
@@ -629,7 +638,7 @@ class CrashExperiment:
                     statuses[position] = None
                 time.sleep(self.gap)
         sender = threading.Thread(target=send, daemon=True)
-        kill_at = self.rng.uniform(0.0, self.kill_window)
+        kill_at = self.rng.uniform(0.0, self.kill_window) if kill_at is None else kill_at
         started = time.monotonic()
         sender.start()
         if kill_after_first_run is None:

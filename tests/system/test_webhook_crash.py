@@ -78,16 +78,17 @@ def test_sample_rulebook_sigkill_of_the_tree_loses_no_accepted_event(tmp_path):
     Before acknowledgements, 7 of the 8 never got their playbook run. Now every one runs to its
     webhook_ack task. Then one repetition with the kill at a random point."""
     rulebook_bin()
-    experiment = CrashExperiment(tmp_path, KEY, burst=8, slow=0.1, gap=0.0, kill_window=10.0, seed=16).start()
+    experiment = CrashExperiment(tmp_path, KEY, burst=8, slow=0.1, gap=0.0, kill_window=10.0, seed=16,
+                                 kinds=("site_provisioned",)).start()
     try:
         results = [experiment.repetition(kill_after_first_run=1.5)]
-        experiment.burst = 4
+        experiment.burst, experiment.kinds = 4, CrashExperiment.KINDS
         results.append(experiment.repetition())
     finally:
         experiment.stop()
     summary = experiment.summary()
     sys.stderr.write("sample rulebook crash test: %s\n%s\n" % (results, summary))
-    assert results[0]["accepted_before_kill"] == 8 and results[0]["phase"] == "in a playbook", results[0]
+    assert results[0]["accepted_before_kill"] == 8 and results[0]["phase"].startswith("in a playbook"), results[0]
     assert all(r["recover_s"] is not None for r in results), results
     assert not summary["lost_any_repetition"] and not summary["never_run"], summary
     assert summary["accepted"] == 12, summary       # every delivery was answered 200 at last (the retries)

@@ -494,8 +494,8 @@ def write_spool(directory, delivery_ids, start=1):
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / "spool.log", "ab") as handle:
         for offset, delivery_id in enumerate(delivery_ids):
-            handle.write(W["_record"](start + offset, delivery_id, "fp", {"payload": {"n": start + offset},
-                                                                        "meta": {"delivery_id": delivery_id}}))
+            event = {"payload": {"n": start + offset}, "meta": {"delivery_id": delivery_id}}
+            handle.write(W["_record"](start + offset, delivery_id, "fp", event))
     return os.path.getsize(directory / "spool.log")
 
 
@@ -537,8 +537,8 @@ class Rulebook:
         """Acknowledge (as the webhook_ack module does) and wait until the emitter has read it."""
         for delivery_id in delivery_ids:
             SP.acknowledge(self.emitter.dir, delivery_id, "file")
-        await until(lambda: self.emitter.journal_offset >= os.path.getsize(os.path.join(self.emitter.dir,
-                                                                                      "processing.log")))
+        path = os.path.join(self.emitter.dir, "processing.log")
+        await until(lambda: self.emitter.journal_offset >= os.path.getsize(path))
         await asyncio.sleep(0.05)
 
 
@@ -598,8 +598,8 @@ def test_an_event_not_acknowledged_in_time_comes_again_then_is_given_up(tmp_path
     assert json.loads(dead[0][4])["payload"] == {"n": 1}
     assert "given up (dead letter)" in caplog.text
     listed = SP.list_deliveries(str(tmp_path))
-    assert [(i["delivery_id"], i["state"], i["attempts"]) for i in listed] == [(names[0], "dead", 2),
-                                                                            (names[1], "done", 1)]
+    assert [(i["delivery_id"], i["state"], i["attempts"]) for i in listed] == [
+        (names[0], "dead", 2), (names[1], "done", 1)]
 
 
 def test_a_restart_hands_over_what_was_not_acknowledged_and_counts_attempts(tmp_path):
@@ -648,8 +648,8 @@ def test_the_operator_replays_a_done_and_a_dead_event(tmp_path):
             await rb.ack(names[0], names[1])
             return replayed
     replayed = run(scenario())
-    assert sorted((e["meta"]["delivery_id"], e["meta"]["attempt"]) for e in replayed) == [(names[0], 1),
-                                                                                         (names[1], 1)]
+    assert sorted((e["meta"]["delivery_id"], e["meta"]["attempt"]) for e in replayed) == [
+        (names[0], 1), (names[1], 1)]
     assert {i["state"] for i in SP.list_deliveries(str(tmp_path))} == {"done"}
 
 
