@@ -268,14 +268,16 @@ def test_credential_type_injects_the_key_as_a_rulebook_variable_only():
     base = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "credential_types" / "wpcloud_webhook_hmac"
     injectors = yaml.safe_load((base / "injectors.yml").read_text())
     assert set(injectors) == {"extra_vars"}
-    assert injectors["extra_vars"] == {"wpcloud_webhook_hmac_keys": "{{ hmac_keys }}"}
+    assert injectors["extra_vars"] == {"wpcloud_webhook_hmac_keys": "{{ hmac_keys }}",
+                                       "wpcloud_webhook_ack_token": "{{ ack_token | default('') }}"}
     fields = {f["id"]: f for f in yaml.safe_load((base / "input.yml").read_text())["fields"]}
-    assert fields["hmac_keys"]["secret"] is True
+    assert fields["hmac_keys"]["secret"] is True and fields["ack_token"]["secret"] is True
     rulebook = yaml.safe_load((ROOT / "extensions" / "eda" / "rulebooks" / "webhooks.yml").read_text())
     source = rulebook[0]["sources"][0]["wpcloud.hosting.webhook"]
     assert source["hmac_secret"] == "{{ wpcloud_webhook_hmac_keys | default('') }}"
+    assert source["ack_token"] == "{{ wpcloud_webhook_ack_token | default('') }}"
     for rule in rulebook[0]["rules"]:
-        assert "hmac" not in json.dumps(rule["action"])         # no rule passes the key on
+        assert "hmac" not in json.dumps(rule["action"]) and "token" not in json.dumps(rule["action"])
 
 
 def test_the_sample_playbooks_end_with_the_acknowledgement():
