@@ -127,6 +127,15 @@ def unsigned_delivery_id(body):
     return UNSIGNED_ID_PREFIX + body_fingerprint(body)
 
 
+_DELIVERY_ID = re.compile(r"(?:%s|%s)[0-9a-f]{%d}"
+                          % (re.escape(SIGNED_ID_PREFIX), re.escape(UNSIGNED_ID_PREFIX), DELIVERY_ID_HEX_DIGITS))
+
+
+def is_delivery_id(value):
+    """Whether ``value`` has the delivery id format (an acknowledgement or an operator names one)."""
+    return isinstance(value, str) and bool(_DELIVERY_ID.fullmatch(value))
+
+
 # What makes a webhook_hmac_key strong enough: client_meta refuses to set a weaker one, and the event
 # source refuses to verify with one (a short key can be guessed offline from one signed delivery).
 MIN_KEY_LENGTH = 32

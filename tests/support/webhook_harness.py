@@ -22,6 +22,7 @@ import logging
 import os
 import runpy
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -86,9 +87,11 @@ def delivery_id_of(body):
 
 
 def source_args(spool_dir, tls_files, port, keys, **extra):
-    """Options of the source over HTTPS on 127.0.0.1 (emit_confirm_delay 0: marks at once)."""
+    """Options of the source over HTTPS on 127.0.0.1, for tests of the receiver: acknowledgements off
+    (ack_timeout 0: an event is done once emitted) and emit_confirm_delay 0 (marks at once). Tests of
+    acknowledgements pass ack_timeout (and read events with :meth:`Source.ack`)."""
     args = {"host": "127.0.0.1", "port": port, "certfile": tls_files["cert"], "keyfile": tls_files["key"],
-            "hmac_secret": keys, "spool_dir": str(spool_dir), "emit_confirm_delay": 0}
+            "hmac_secret": keys, "spool_dir": str(spool_dir), "emit_confirm_delay": 0, "ack_timeout": 0}
     args.update(extra)
     return args
 
@@ -298,12 +301,13 @@ def collection_tree(base, repo=REPO, name="collections"):
 class Rulebook:
     """One ansible-rulebook process; stdout/stderr to files (one per start); stopped by PID."""
 
-    def __init__(self, workdir, args, env_extra, name="rulebook", env=None):
+    def __init__(self, workdir, args, env_extra, name="rulebook", env=None, prefix=None):
         self.workdir = Path(workdir)
         self.args = args
         self.env_extra = env_extra
         self.env = env
         self.name = name
+        self.prefix = list(prefix or [])      # a command to run ansible-rulebook under (unshare ...)
         self.proc = None
         self.runs = 0
 
@@ -320,8 +324,10 @@ class Rulebook:
         env.setdefault("ANSIBLE_HOME", str(self.workdir / ".ansible"))
         env.setdefault("ANSIBLE_LOCAL_TEMP", str(self.workdir / ".ansible" / "tmp"))
         with open(self.out_path, "wb") as out:
-            self.proc = subprocess.Popen([rulebook_bin()] + self.args, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=str(self.workdir), env=env)
+            # its own process group (and session): kill_tree() ends the group and every descendant
+            self.proc = subprocess.Popen(self.prefix + [rulebook_bin()] + self.args, stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(self.workdir),
+                                         env=env, start_new_session=True)
         return self
 
     def output(self):
@@ -346,6 +352,15 @@ class Rulebook:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+    def kill_tree(self):
+        """SIGKILL the rulebook's process group and every descendant (ansible-runner starts
+        ansible-playbook in a session of its own), all stopped first so none acts after another died."""
+        if self.proc is None or self.proc.poll() is not None:
+            return []
+        pids = kill_tree(self.proc.pid)
+        self.proc.wait(10)
+        return pids
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -398,3 +413,300 @@ def run_rulebook(out, tls_files, port, key, env, headers=None, timeout=90):
     finally:
         rb.stop()
     return {"statuses": statuses, "records": sorted(p.name for p in (records / "site_provisioned").glob("*.json"))}
+
+
+# ------------------------------------------------------------------------------------ crashes
+
+def _children_by_parent():
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def process_tree(root):
+    """``root`` and every descendant pid."""
+    children = _children_by_parent()
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return tree
+
+
+def kill_tree(root):
+    """Freeze ``root``'s process group and every descendant (until no new one appears), then SIGKILL
+    them all: as a machine or container dying at that instant. Returns the pids killed."""
+    frozen = set()
+    for _round in range(20):
+        tree = set(process_tree(root)) - frozen
+        if not tree:
+            break
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        frozen |= tree
+    try:
+        os.killpg(root, signal.SIGKILL)       # the rulebook's own group (started with start_new_session)
+    except ProcessLookupError:
+        pass
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return sorted(frozen)
+
+
+# A callback plugin the crash tests load into every playbook the rulebook runs: it slows each task
+# (WEBHOOK_RUNS_SLOW seconds: "slow actions") and logs, per playbook run, its start and the ok of its
+# webhook_ack task, with the delivery id and attempt (WEBHOOK_RUNS_LOG).
+RUNS_CALLBACK = r"""
+from __future__ import annotations
+
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "webhook_runs"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        self.delivery = "?"
+        self.attempt = "?"
+
+    def _log(self, what):
+        with open(os.environ["WEBHOOK_RUNS_LOG"], "a") as handle:
+            handle.write("%.3f %s %s %s %d\n" % (time.time(), what, self.delivery, self.attempt, os.getpid()))
+
+    def v2_playbook_on_play_start(self, play):
+        event = (play.get_variable_manager().extra_vars.get("ansible_eda") or {}).get("event") or {}
+        meta = event.get("meta") or {}
+        self.delivery, self.attempt = meta.get("delivery_id", "?"), meta.get("attempt", "?")
+        self._log("start")
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        time.sleep(float(os.environ.get("WEBHOOK_RUNS_SLOW", "0")))
+
+    def v2_runner_on_ok(self, result):
+        if result._task.action in ("wpcloud.hosting.webhook_ack", "webhook_ack"):
+            self._log("acked")
+"""
+
+
+def runs_callback(directory, log_path, slow=0.0):
+    """The environment that loads RUNS_CALLBACK (written under ``directory``) into the playbooks."""
+    plugins = Path(directory) / "callback_plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "webhook_runs.py").write_text(RUNS_CALLBACK)
+    return {"ANSIBLE_CALLBACK_PLUGINS": str(plugins), "ANSIBLE_CALLBACKS_ENABLED": "webhook_runs",
+            "WEBHOOK_RUNS_LOG": str(log_path), "WEBHOOK_RUNS_SLOW": str(slow)}
+
+
+def read_runs(log_path):
+    """{delivery_id: {"starts": [attempt, ...], "acked": n}} from the callback's log."""
+    runs = {}
+    path = Path(log_path)
+    for line in (path.read_text().splitlines() if path.exists() else []):
+        parts = line.split()
+        if len(parts) != 5:
+            continue
+        item = runs.setdefault(parts[2], {"starts": [], "acked": 0})
+        if parts[1] == "start":
+            item["starts"].append(parts[3])
+        elif parts[1] == "acked":
+            item["acked"] += 1
+    return runs
+
+
+def acknowledged_ids(spool_dir):
+    """Delivery ids with an ``ack`` line in the spool's processing.log (read here, not with the code under test)."""
+    path = Path(spool_dir) / "processing.log"
+    if not path.exists():
+        return set()
+    return {line.split()[1] for line in path.read_text().splitlines() if line.startswith("ack ") and
+            len(line.split()) == 6}
+
+
+class CrashExperiment:
+    """The issue's crash test, shared by tests/system (one or two repetitions) and tests/reliability
+    (twenty): the collection's sample rulebook (wpcloud.hosting.webhooks) under ansible-rulebook with
+    acknowledgements on, and repetitions of
+
+    1. a burst of signed deliveries (site_provisioned and other events, ``gap`` seconds apart);
+    2. slow actions (every task of their playbooks sleeps ``slow`` seconds: RUNS_CALLBACK);
+    3. SIGKILL of the whole process tree (rulebook, JVM, receiver, ansible-runner's playbooks) at a
+       random point within ``kill_window`` seconds of the burst's start;
+    4. a restart, and the service's retries of the deliveries that were not answered 200;
+    5. the wait until every accepted delivery's playbook has run to its acknowledgement.
+
+    Each repetition starts from the recovered state of the one before (the restarted process).
+    """
+
+    KINDS = ("site_provisioned", "site_provisioned", "response_ticket_updated", "over_quota")
+
+    def __init__(self, workdir, key, burst=6, slow=0.25, gap=0.15, kill_window=12.0, seed=None,
+                 ack_timeout=600, recover_timeout=240, kinds=KINDS, repo=REPO):
+        import random  # pylint: disable=import-outside-toplevel
+        self.workdir = Path(workdir)
+        self.key = key
+        self.burst, self.slow, self.gap, self.kill_window = burst, slow, gap, kill_window
+        self.recover_timeout = recover_timeout
+        self.kinds = kinds
+        self.rng = random.Random(seed)
+        self.tls = tls(self.workdir / "tls")
+        self.port = free_port()
+        self.url = "https://127.0.0.1:%d" % self.port
+        self.records = write_rulebook_inputs(self.workdir, self.tls, self.port)
+        rulebook_vars = json.loads((self.workdir / "vars.yml").read_text())
+        rulebook_vars.update(wpcloud_webhook_ack_timeout=ack_timeout)
+        (self.workdir / "vars.yml").write_text(json.dumps(rulebook_vars))
+        self.spool = Path(rulebook_vars["wpcloud_webhook_spool_dir"])
+        self.runs_log = self.workdir / "runs.log"
+        env = {"ANSIBLE_COLLECTIONS_PATH": str(collection_tree(self.workdir, repo)), "ANSIBLE_NOCOLOR": "1",
+               "WPCLOUD_WEBHOOK_HMAC_KEYS": key}
+        env.update(runs_callback(self.workdir, self.runs_log, slow))
+        self.rb = Rulebook(self.workdir, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml",
+                                          "--vars", "vars.yml"], env)
+        self.accepted = {}          # delivery id -> repetition that got its 200
+        self.results = []
+        self.counter = 0
+
+    def start(self):
+        self.rb.start()
+        self.rb.wait_ready(self.url, self.tls["ca"], timeout=120)
+        return self
+
+    def stop(self):
+        self.rb.stop()
+
+    def _bodies(self):
+        bodies = []
+        for _i in range(self.burst):
+            self.counter += 1
+            kind = self.kinds[self.counter % len(self.kinds)]
+            data = {"response-ticket-id": "t.%d" % self.counter, "status": "success"} if kind != "site_provisioned" else []
+            bodies.append(signed(self.key, kind, 700000 + self.counter, data))
+        return bodies
+
+    def _phase(self, sender):
+        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
+        deliveries, or neither (the rule engine between actions, or idle)."""
+        playbooks = 0
+        for pid in process_tree(self.rb.proc.pid):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                    playbooks += b"ansible-playbook" in handle.read()
+            except OSError:
+                pass
+        if playbooks:
+            return "in a playbook" + (" while deliveries arrive" if sender.is_alive() else "")
+        return "during deliveries" if sender.is_alive() else "between actions"
+
+    def repetition(self, kill_after_first_run=None, kill_at=None):
+        """One repetition; the kill comes ``kill_at`` seconds after the burst started (default: a random
+        point of kill_window), or ``kill_after_first_run`` seconds after the first playbook of the burst
+        started (the issue's measurement: 1.5)."""
+        index = len(self.results) + 1
+        runs_before = sum(len(r["starts"]) for r in read_runs(self.runs_log).values())
+        bodies = self._bodies()
+        ids = [delivery_id_of(b) for b in bodies]
+        statuses = {}
+
+        def send():
+            for position, body in enumerate(bodies):
+                try:
+                    statuses[position] = post(self.url + "/wpcloud", body, self.tls["ca"], timeout=10)[0]
+                except OSError:
+                    statuses[position] = None
+                time.sleep(self.gap)
+        sender = threading.Thread(target=send, daemon=True)
+        kill_at = self.rng.uniform(0.0, self.kill_window) if kill_at is None else kill_at
+        started = time.monotonic()
+        sender.start()
+        if kill_after_first_run is None:
+            time.sleep(kill_at)
+        else:
+            wait_for(lambda: sum(len(r["starts"]) for r in read_runs(self.runs_log).values()) > runs_before,
+                     120, 0.05, "the first playbook of the burst")
+            time.sleep(kill_after_first_run)
+            kill_at = time.monotonic() - started
+        phase = self._phase(sender)
+        self.rb.kill_tree()
+        sender.join(30)
+        first = {p for p, status in statuses.items() if status == 200}
+
+        restarted = time.monotonic()
+        self.rb.start()
+        self.rb.wait_ready(self.url, self.tls["ca"], timeout=120)
+        # the service retries what was not answered 200 (twice more at most)
+        for position, body in enumerate(bodies):
+            for _attempt in range(2):
+                if statuses.get(position) == 200:
+                    break
+                try:
+                    statuses[position] = post(self.url + "/wpcloud", body, self.tls["ca"], timeout=10)[0]
+                except OSError:
+                    statuses[position] = None
+        for position, status in statuses.items():
+            if status == 200:
+                self.accepted.setdefault(ids[position], index)
+        wanted = {d for d, rep in self.accepted.items() if rep <= index}
+
+        def recovered():
+            runs = read_runs(self.runs_log)
+            return wanted <= acknowledged_ids(self.spool) and all(runs.get(d, {}).get("acked") for d in wanted)
+        try:
+            wait_for(recovered, self.recover_timeout, 0.2, "every accepted delivery's playbook to acknowledge it")
+            recover_s = time.monotonic() - restarted
+        except AssertionError:
+            recover_s = None
+        runs = read_runs(self.runs_log)
+        acked = acknowledged_ids(self.spool)
+        result = {
+            "repetition": index, "kill_at_s": round(kill_at, 2), "phase": phase,
+            "accepted_before_kill": len(first), "accepted": sum(1 for s in statuses.values() if s == 200),
+            "lost": sorted(d for d in wanted if d not in acked or not runs.get(d, {}).get("acked")),
+            "recover_s": None if recover_s is None else round(recover_s, 2),
+            "elapsed_s": round(time.monotonic() - started, 2),
+        }
+        self.results.append(result)
+        return result
+
+    def summary(self):
+        runs = read_runs(self.runs_log)
+        extra = {d: len(runs.get(d, {}).get("starts", [])) - 1 for d in self.accepted}
+        recover = sorted(r["recover_s"] for r in self.results if r["recover_s"] is not None)
+        phases = {}
+        for r in self.results:
+            phases[r["phase"]] = phases.get(r["phase"], 0) + 1
+        return {
+            "repetitions": len(self.results), "accepted": len(self.accepted),
+            "lost": sum(len(r["lost"]) for r in self.results if r["repetition"] == len(self.results))
+            if self.results else 0,
+            "lost_any_repetition": sorted({d for r in self.results for d in r["lost"]}),
+            "playbook_runs": sum(len(r["starts"]) for r in runs.values()),
+            "duplicate_runs": sum(n for n in extra.values() if n > 0),
+            "deliveries_run_twice_or_more": sum(1 for n in extra.values() if n > 0),
+            "never_run": sorted(d for d, n in extra.items() if n < 0),
+            "recover_median_s": recover[len(recover) // 2] if recover else None,
+            "recover_max_s": recover[-1] if recover else None,
+            "phases": phases,
+        }

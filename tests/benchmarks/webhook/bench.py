@@ -158,8 +158,9 @@ class Variant:
                    "        hmac_secret: %s\n        hmac_algo: sha256\n        hmac_header: x-hub-signature-256\n"
                    "        hmac_format: hex\n" % (self.port, KEY))
         else:
+            # ack_timeout 0: the rules' action is none, which cannot acknowledge (docs/webhooks.md, 3.)
             src = ("    - wpcloud.hosting.webhook:\n        host: 127.0.0.1\n        port: %d\n"
-                   "        spool_dir: %s\n" % (self.port, self.workdir / ("spool-" + self.name)))
+                   "        spool_dir: %s\n        ack_timeout: 0\n" % (self.port, self.workdir / ("spool-" + self.name)))
             if self.ctx:
                 src += "        certfile: %s\n        keyfile: %s\n" % (self.tls["cert"], self.tls["key"])
             else:

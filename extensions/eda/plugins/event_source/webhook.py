@@ -9,7 +9,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-short_description: Receive signed WP Cloud webhooks over HTTPS, store them durably, emit them once.
+short_description: Receive signed WP Cloud webhooks over HTTPS, store them durably, emit them until processed.
 description:
   - An ansible-rulebook event source that receives the webhooks a WP Cloud client account sends to
     its C(webhook_url), verifies the HMAC-SHA256 signature carried in the body
@@ -17,11 +17,23 @@ description:
     and puts each accepted event on the rulebook queue.
   - An event is answered with exactly HTTP 200 only after it has been appended to a spool file and
     the file has been synced to disk (requests that arrive together share one fsync). Events are
-    then emitted in order; the highest emitted position is recorded in a second append-only file,
-    so after a crash or restart every stored event not yet emitted is emitted (at least once).
+    then emitted in order.
+  - An event is done only when its processing is done (at least once, keyed by C(meta.delivery_id));
+    the rulebook's action acknowledges it last, with M(wpcloud.hosting.webhook_ack) (the sample
+    playbooks do). An event not acknowledged within O(ack_timeout) seconds, or not acknowledged
+    before a crash or restart, is emitted again with the same C(meta.delivery_id) and a higher
+    C(meta.attempt); after O(max_attempts) it is given up (a dead letter, logged as an error) and
+    waits for the operator. Actions must therefore be idempotent. O(ack_timeout=0) turns this off, and
+    an event is then done once it was handed to the rulebook (and confirmed, O(emit_confirm_delay)).
+  - The operator command C(python webhook.py events list|replay|ack --spool-dir DIR) (or the playbook
+    C(wpcloud.hosting.webhook_events)) lists stored deliveries by time range, state or delivery id,
+    hands them over again, or marks them done.
   - The HTTPS listener runs in a child process of the rulebook (same Python), so acknowledging
     deliveries never waits for the rule engine; the child ends with the rulebook. The keys reach
-    it through a pipe, never through the command line or the environment.
+    it through a pipe, never through the command line or the environment. The source removes
+    C(WPCLOUD_WEBHOOK_HMAC_KEYS), C(WPCLOUD_WEBHOOK_HMAC_KEY) and C(WPCLOUD_WEBHOOK_ACK_TOKEN) from the
+    rulebook's environment once it has read them, so the playbooks and modules the rulebook runs
+    (which inherit that environment) never see them.
   - Each event carries a stable delivery id in C(meta.delivery_id), C(sig-) and the first 32 hex
     digits of the SHA-256 of C({signature.timestamp}:{signature.salt}) (the C(delivery_id) the
     C(wpcloud.hosting.webhook_verify) filter returns), or, for an unsigned delivery, C(body-) and the
@@ -33,12 +45,16 @@ description:
     emitted. Without a key the source refuses to start unless O(allow_unsigned=true).
   - Unknown event types and unknown fields pass through untouched. The event has the body in
     C(payload) and C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
-    C(location)), C(received_at) and C(uuid) in C(meta).
+    C(location)), C(received_at) and C(uuid) in C(meta); with acknowledgements on also C(attempt)
+    (1 the first time) and C(ack) (C(spool_dir) and C(url), where M(wpcloud.hosting.webhook_ack) records
+    the acknowledgement).
     Authorization, cookie, token and signature headers are never copied into C(meta.headers).
   - C(GET /healthz) answers 200 with counters (no secrets), including C(key_count) and
     C(verified_by_key), the deliveries stored per matching key position (used to check a key rotation).
-  - Bodies larger than O(max_body_size) get 413, malformed JSON 400, a content type other than
-    O(content_types) 415.
+  - Bodies larger than O(max_body_size) get 413; a body that is not a JSON object (malformed, nested
+    too deeply to parse, an array) gets 400, whatever its C(Content-Type) (the service promises only
+    "a JSON body"; a missing, C(text/plain) or form-encoded type is accepted when the body is a JSON
+    object). A full disk under the spool gets 503 (the service retries), never a 200 without a store.
   - Slow or idle clients are disconnected, 10 seconds each for the TLS handshake, a request's headers
     (also between two requests of a connection) and its body (408); at most 512 connections are
     served at once, more are closed when accepted.
@@ -139,17 +155,56 @@ options:
     type: int
     default: 1048576
   content_types:
-    description: Accepted request content types (media type only; C(+json) suffixes also match C(application/json)).
+    description:
+      - Restrict the accepted request content types (media type only; C(+json) suffixes also match
+        C(application/json)); others get 415. Not set (the default), a delivery is judged by its body
+        alone, whatever its C(Content-Type).
     type: list
     elements: str
-    default: ["application/json"]
   emit_confirm_delay:
     description:
-      - Seconds after an event was handed to the rulebook before its emitted position is recorded.
-        Events handed over in that window before a crash are emitted again after the restart
-        (at least once, with the same C(meta.delivery_id)); rules should be idempotent on it.
+      - With O(ack_timeout=0) only. Seconds after an event was handed to the rulebook before its
+        emitted position is recorded. Events handed over in that window before a crash are emitted
+        again after the restart (at least once, with the same C(meta.delivery_id)).
     type: float
     default: 1.0
+  ack_timeout:
+    description:
+      - Seconds an emitted event may wait for its acknowledgement (M(wpcloud.hosting.webhook_ack)) before
+        it is emitted again. Keep it above the time the rulebook needs for O(max_unacked) events'
+        actions (they queue behind each other with the default sequential execution).
+      - C(0) turns acknowledgements off; an event is then done once it was handed to the rulebook,
+        whether or not an action ran (a crash while actions queue loses those events).
+    type: float
+    default: 600
+  max_unacked:
+    description:
+      - How many emitted events may wait for their acknowledgement at once; the source emits the
+        next one when one is acknowledged. It bounds the rule engine's queue of actions, and so the
+        work repeated after a crash.
+    type: int
+    default: 32
+  max_attempts:
+    description:
+      - How many times an event is emitted (the first time, after each O(ack_timeout), after each
+        restart) before it is given up as a dead letter. Dead letters stay in C(dead.log) and in the
+        operator command's C(list --state dead) until the operator replays or dismisses them.
+    type: int
+    default: 5
+  ack_token:
+    description:
+      - Enables the receiver's acknowledgement endpoint C(POST /_wpcloud/ack) for actions that run on
+        another node (an AAP job template). They send a JSON object with their C(delivery_id) and the header
+        C(Authorization) set to C(Bearer) and the token. At least 32 characters, 10 of them distinct.
+      - When not set, the environment variable C(WPCLOUD_WEBHOOK_ACK_TOKEN) is read. Without either
+        the endpoint answers 404 and acknowledgements go into O(spool_dir) directly.
+    type: str
+  ack_url:
+    description:
+      - The URL of this receiver's acknowledgement endpoint as the actions reach it (for example
+        C(https://eda.example.com:8443/_wpcloud/ack)); put into each event's C(meta.ack.url), where
+        M(wpcloud.hosting.webhook_ack) finds it.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -163,25 +218,28 @@ EXAMPLES = r"""
         keyfile: /etc/eda/tls/webhook.key
         # hmac_secret omitted: read from WPCLOUD_WEBHOOK_HMAC_KEYS (credential type injects it)
         spool_dir: /var/lib/eda/wpcloud-webhook
+        ack_timeout: 900      # the longest action, times the actions that may queue ahead of it
   rules:
     - name: site provisioned
       condition: event.payload.event == "site_provisioned"
       action:
         run_playbook:
-          name: wpcloud.hosting.on_site_provisioned
+          name: wpcloud.hosting.on_site_provisioned   # its last task: wpcloud.hosting.webhook_ack
 """
 
 # The plugin is one file, as Event-Driven Ansible requires. Its two halves run in two processes:
 #
-#   rulebook side (section 4: main(), Emitter, ReceiverProcess), inside ansible-rulebook: checks the
-#       options, starts the receiver, reads stored events from the spool and hands them to the
-#       rulebook queue in order, and records what it handed over (emitted.log);
+#   rulebook side (section 4: main(), Emitter, AckingEmitter, ReceiverProcess), inside
+#       ansible-rulebook: checks the options, starts the receiver, reads stored events from the
+#       spool and hands them to the rulebook queue in order, hands over again what is not
+#       acknowledged (processing.log), and records what is done (emitted.log);
 #   receiver process (section 3: Receiver, SpoolWriter), a child started with --receiver: HTTPS,
 #       the request checks (aiohttp middlewares, one per check), the duplicate memory and the
 #       durable spool. It never waits for the rule engine.
 #
 # They share only what section 2 defines: the options, the spool's file format (the seam between
-# "stored" and "emitted") and the pipe messages. Signature, key and delivery-id rules come from
+# "stored" and "emitted"; _webhook_spool.py) and the pipe messages. Section 5 is the operator
+# command (list, replay, ack), which works on the spool directory's files alone. Signature, key and delivery-id rules come from
 # plugins/module_utils/_webhook_signature.py, duplicate and freshness rules from _webhook_replay.py,
 # the same code the webhook_verify filter uses (section 1).
 
@@ -208,7 +266,10 @@ try:
 except ImportError:  # pragma: no cover - non-POSIX
     fcntl = None
 
-from aiohttp import web
+try:
+    from aiohttp import web
+except ImportError:  # pragma: no cover - the operator command (section 5) needs only the standard library
+    web = None
 
 logger = logging.getLogger(__name__)
 
@@ -236,13 +297,23 @@ def _load_module_util(name: str):
 
 sig = _load_module_util("_webhook_signature")       # verification, keys, delivery ids, fingerprints
 replay = _load_module_util("_webhook_replay")       # duplicate rule and memory, freshness window
+spoolfmt = _load_module_util("_webhook_spool")      # the spool directory's files, the processing journal
 
 
 # =============================================================================================
 # 2. Both sides: options and keys, the spool's file format, the pipe between the processes
 # =============================================================================================
 ENV_KEYS = ("WPCLOUD_WEBHOOK_HMAC_KEYS", "WPCLOUD_WEBHOOK_HMAC_KEY")
+ENV_ACK_TOKEN = "WPCLOUD_WEBHOOK_ACK_TOKEN"
 ENV_SPOOL = "WPCLOUD_WEBHOOK_SPOOL_DIR"
+# The receiver's acknowledgement endpoint (POST, bearer ack_token): actions that run on another
+# node (an AAP job template) acknowledge a delivery there; see the webhook_ack module.
+ACK_PATH = "/_wpcloud/ack"
+ACK_MAX_BODY = 4096
+# Acknowledgements: the defaults of ack_timeout, max_unacked and max_attempts.
+ACK_TIMEOUT = 600.0
+MAX_UNACKED = 32
+MAX_ATTEMPTS = 5
 # Bounds against slow or idle clients (slowloris): the TLS handshake, a request's headers (and the
 # idle time between two requests of a connection) and its body each get this many seconds. A valid
 # delivery is a small JSON body sent at once; the service retries a delivery that failed.
@@ -293,6 +364,12 @@ def _check_args(args: dict[str, Any]) -> None:
     number("dedupe_size", int, 1, "a positive integer")
     number("max_age", float, 0, "a number of seconds")
     number("emit_confirm_delay", float, 0, "a number of seconds")
+    number("ack_timeout", float, 0, "a number of seconds (0: acknowledgements off)")
+    number("max_unacked", int, 1, "a positive integer")
+    number("max_attempts", int, 1, "a positive integer")
+    if "ack_url" in args and not re.match(r"^https?://[^/\s]+/\S*$", str(args["ack_url"])):
+        raise ValueError("ack_url must be the URL actions reach this receiver's acknowledgement endpoint at, "
+                         "for example https://eda.example.com:8443%s; got %r" % (ACK_PATH, args["ack_url"]))
     for name in ("certfile", "keyfile", "cafile", "hmac_secret_file"):
         if name in args and not os.path.isfile(str(args[name])):
             raise ValueError("%s must be a readable file; %s does not exist or is not a file" % (name, args[name]))
@@ -337,6 +414,35 @@ def _keys_from_args(args: dict[str, Any]) -> list[str]:
     return sig.parse_keys(raw, split_commas=True)
 
 
+def _ack_token_from_args(args: dict[str, Any]) -> str | None:
+    """ack_token, else WPCLOUD_WEBHOOK_ACK_TOKEN; None: no acknowledgements over HTTPS."""
+    token = args.get("ack_token")
+    if token is None:
+        token = os.environ.get(ENV_ACK_TOKEN) or None
+    if token is None:
+        return None
+    token = str(token).strip()
+    if not sig.key_is_strong(token):
+        raise ValueError("ack_token (or WPCLOUD_WEBHOOK_ACK_TOKEN) is too weak: it needs at least %d characters, "
+                         "%d of them distinct (openssl rand -hex 32)" % (sig.MIN_KEY_LENGTH, sig.MIN_KEY_DISTINCT))
+    return token
+
+
+def _forget_secrets_in_environment() -> list[str]:
+    """Take the keys and the ack token out of this process's environment once they are read.
+
+    ansible-rulebook runs every run_playbook and run_module action with its own environment
+    (ansible-runner copies os.environ), and the receiver child inherits it too: left there, any
+    playbook could read the signing key with lookup('env', ...). Returns the names removed.
+    """
+    removed = []
+    for name in ENV_KEYS + (ENV_ACK_TOKEN,):
+        if name in os.environ:
+            del os.environ[name]      # os.environ's deletion also unsets it for child processes
+            removed.append(name)
+    return removed
+
+
 def _check_keys(keys: list[str], allow_unsigned: bool) -> None:
     if not keys and not allow_unsigned:
         raise ValueError("no hmac_secret, hmac_secret_file or WPCLOUD_WEBHOOK_HMAC_KEYS configured; "
@@ -354,66 +460,20 @@ def _default_spool_dir(port: Any) -> str:
     return os.path.join(base, "wpcloud.hosting", "webhook-%s" % port)
 
 
-# The spool directory. spool.log: one record per stored event, appended and synced before the 200
-# ("seq<TAB>delivery_id<TAB>body fingerprint<TAB>event JSON<LF>"); spool.log.1: the previous
-# segment; emitted.log: one line per mark, the highest seq handed to the rulebook (and confirmed);
-# lock: held by the one receiver of the directory. Written by the receiver (spool.log, lock) and by
-# the rulebook side (emitted.log); read by both.
-SPOOL_FILE = "spool.log"
-OLD_SPOOL_FILE = SPOOL_FILE + ".1"
-EMITTED_FILE = "emitted.log"
-LOCK_FILE = "lock"
-
-
-def _record(seq: int, delivery_id: str, fingerprint: str, event: dict) -> bytes:
-    return b"%d\t%s\t%s\t%s\n" % (seq, delivery_id.encode(), fingerprint.encode(),
-                                  json.dumps(event, separators=(",", ":")).encode("utf-8"))
-
-
-def _read_records(path: str, start: int = 0, end: int | None = None, limit: int | None = None,
-                  window: int | None = None):
-    """Complete records of a spool file: (seq, delivery_id, fingerprint, end_offset, event bytes).
-
-    ``window`` bounds the bytes read (a record larger than it is read whole on its own). A record
-    without its newline (a write cut by a crash) ends the list; the offset returned is where the
-    complete records end.
-    """
-    size = -1 if end is None else max(0, end - start)
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(size if window is None or 0 <= size <= window else window)
-            if window is not None and b"\n" not in data and len(data) == window:
-                data += handle.readline()
-    except FileNotFoundError:
-        return [], start
-    records = []
-    pos = 0
-    while limit is None or len(records) < limit:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            break
-        parts = data[pos:nl].split(b"\t", 3)
-        if len(parts) != 4 or not parts[0].isdigit():
-            break
-        records.append((int(parts[0]), parts[1].decode(), parts[2].decode(), start + nl + 1, parts[3]))
-        pos = nl + 1
-    return records, start + pos
-
-
-def _sync(fd: int) -> None:
-    if hasattr(os, "fdatasync"):
-        os.fdatasync(fd)
-    else:  # pragma: no cover
-        os.fsync(fd)
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+# The spool directory's files and formats (spool.log, spool.log.1, emitted.log, processing.log,
+# dead.log, lock) are defined once in plugins/module_utils/_webhook_spool.py: the receiver writes
+# spool.log (and acknowledgements over HTTPS into processing.log), the rulebook side emitted.log,
+# processing.log and dead.log, the webhook_ack module and the operator command processing.log.
+SPOOL_FILE = spoolfmt.SPOOL_FILE
+OLD_SPOOL_FILE = spoolfmt.OLD_SPOOL_FILE
+EMITTED_FILE = spoolfmt.EMITTED_FILE
+JOURNAL_FILE = spoolfmt.JOURNAL_FILE
+DEAD_FILE = spoolfmt.DEAD_FILE
+LOCK_FILE = spoolfmt.LOCK_FILE
+_record = spoolfmt.record
+_read_records = spoolfmt.read_records
+_sync = spoolfmt.sync
+_sync_dir = spoolfmt.sync_dir
 
 
 # The pipe between the two processes, one line per message.
@@ -456,7 +516,7 @@ class SpoolWriter:
         self.durable_seq = 0
         self.durable_offset = 0
         self.marked_seq = 0                       # told by the rulebook side: emitted and confirmed
-        self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0, "fsyncs": 0}
+        self.stats = {"stored": 0, "duplicates": 0, "conflicts": 0, "rejected": 0, "fsyncs": 0, "acks": 0}
         self._fd = -1
         self._lock_fd = -1
         self._pending: list = []
@@ -618,6 +678,7 @@ class Delivery:
 
 
 DELIVERY = web.RequestKey("wpcloud_delivery", Delivery) if hasattr(web, "RequestKey") else "wpcloud_delivery"
+_middleware = web.middleware if web is not None else (lambda function: function)
 
 
 def _media_type(value: str | None) -> str:
@@ -640,7 +701,7 @@ class Receiver:
     ===================  ==============================================================  ======
     check_size           a Content-Length above max_body_size                            413
     check_token          (with ``token``) a missing or wrong ``Authorization: Bearer``   401
-    check_content_type   a content type other than content_types                         415
+    check_content_type   (with ``content_types``) a content type not in that list          415
     read_json            a body above max_body_size or not sent within REQUEST_DEADLINE  413/408
                          a body that is not a JSON object (or is nested too deeply)      400
     verify_signature     (with keys) a missing, malformed or wrong signature             401
@@ -654,16 +715,21 @@ class Receiver:
     :meth:`app` composes them around that route's handler once, at start.
     """
 
-    def __init__(self, args: dict[str, Any], spool: SpoolWriter, keys: list[str], recovered: int = 0) -> None:
+    def __init__(self, args: dict[str, Any], spool: SpoolWriter, keys: list[str], recovered: int = 0,
+                 ack_token: str | None = None) -> None:
         self.spool = spool
         self.keys = keys
         self.recovered = recovered
         self.token = str(args["token"]).encode() if args.get("token") is not None else None
+        self.ack_token = ack_token.encode() if ack_token else None
         self.max_body = int(args.get("max_body_size", 1048576))
-        types = args.get("content_types") or ["application/json"]
+        # The spec says only "a JSON body": a delivery is judged by its body, whatever its
+        # Content-Type (a missing or other type would make the service retry and then drop the event).
+        # content_types, when set, restricts the types (415 for the others).
+        types = args.get("content_types") or []
         if isinstance(types, str):
             types = [t.strip() for t in types.split(",")]
-        self.content_types = {t.lower() for t in types}
+        self.content_types = {t.lower() for t in types if t}
         max_age = args.get("max_age")
         self.freshness = replay.FreshnessWindow(float(max_age)) if max_age else None
         # Stored deliveries per matching key position: a key rotation checks that the new key (0) is in use.
@@ -678,7 +744,9 @@ class Receiver:
         checks = [self.check_size]
         if self.token is not None:
             checks.append(self.check_token)
-        checks += [self.check_content_type, self.read_json, self.verify_signature, self.drop_duplicates]
+        if self.content_types:
+            checks.append(self.check_content_type)
+        checks += [self.read_json, self.verify_signature, self.drop_duplicates]
         if self.freshness is not None:
             checks.append(self.check_freshness)
         return checks
@@ -690,6 +758,7 @@ class Receiver:
         self._deliver = handler
         app = web.Application(client_max_size=self.max_body)
         app.router.add_get("/healthz", self.healthz)
+        app.router.add_post(ACK_PATH, self.acknowledge)          # before the catch-all delivery route
         app.router.add_post(r"/{endpoint:.*}", self.deliver)
         return app
 
@@ -707,28 +776,28 @@ class Receiver:
         return self._reply(status, text)
 
     # -- the checks, outermost first -------------------------------------------------------
-    @web.middleware
+    @_middleware
     async def check_size(self, request: web.Request, handler) -> web.StreamResponse:
         if request.content_length is not None and request.content_length > self.max_body:
             return self._reject(413, "body too large")
         return await handler(request)
 
-    @web.middleware
+    @_middleware
     async def check_token(self, request: web.Request, handler) -> web.StreamResponse:
         scheme, _sep, value = request.headers.get("Authorization", "").partition(" ")
         if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
             return self._reject(401, "invalid authorization")
         return await handler(request)
 
-    @web.middleware
+    @_middleware
     async def check_content_type(self, request: web.Request, handler) -> web.StreamResponse:
         media = _media_type(request.headers.get("Content-Type"))
         if media not in self.content_types and not (media.endswith("+json")
                                                     and "application/json" in self.content_types):
-            return self._reject(415, "content type must be application/json")
+            return self._reject(415, "content type must be one of %s" % ", ".join(sorted(self.content_types)))
         return await handler(request)
 
-    @web.middleware
+    @_middleware
     async def read_json(self, request: web.Request, handler) -> web.StreamResponse:
         try:
             body = await asyncio.wait_for(request.read(), REQUEST_DEADLINE)
@@ -747,7 +816,7 @@ class Receiver:
         request[DELIVERY] = Delivery(body, payload)
         return await handler(request)
 
-    @web.middleware
+    @_middleware
     async def verify_signature(self, request: web.Request, handler) -> web.StreamResponse:
         delivery = request[DELIVERY]
         self._reload_keys()
@@ -770,7 +839,7 @@ class Receiver:
             self.verified_by_key[result.key_index] += 1
         return response
 
-    @web.middleware
+    @_middleware
     async def drop_duplicates(self, request: web.Request, handler) -> web.StreamResponse:
         delivery = request[DELIVERY]
         answer, pending = self.spool.check(delivery.delivery_id, delivery.fingerprint)
@@ -788,7 +857,7 @@ class Receiver:
         self.spool.stats["duplicates"] += 1
         return self._reply(200, "OK (duplicate)")
 
-    @web.middleware
+    @_middleware
     async def check_freshness(self, request: web.Request, handler) -> web.StreamResponse:
         delivery = request[DELIVERY]
         if self.freshness.is_stale(delivery.timestamp):
@@ -820,6 +889,42 @@ class Receiver:
             return self._reply(503, "could not store the event")
         delivery.stored = True
         return self._reply(200, "OK")
+
+    async def acknowledge(self, request: web.Request) -> web.Response:
+        """POST ACK_PATH ``{"delivery_id": ...}`` with ``Authorization: Bearer <ack_token>``: an action
+        that ran on another node says the delivery was processed (recorded in processing.log)."""
+        if self.ack_token is None:
+            return self._reply(404, "acknowledgements over HTTPS are off (no ack_token)")
+        scheme, _sep, value = request.headers.get("Authorization", "").partition(" ")
+        if scheme != "Bearer" or not hmac.compare_digest(value.strip().encode(), self.ack_token):
+            return self._reject(401, "invalid authorization")
+        if request.content_length is not None and request.content_length > ACK_MAX_BODY:
+            return self._reject(413, "body too large")
+        try:
+            body = await asyncio.wait_for(request.content.read(ACK_MAX_BODY + 1), REQUEST_DEADLINE)
+        except asyncio.TimeoutError:
+            response = self._reject(408, "request body not received within %gs" % REQUEST_DEADLINE)
+            response.force_close()
+            return response
+        if len(body) > ACK_MAX_BODY:
+            return self._reject(413, "body too large")
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            payload = None
+        delivery_id = payload.get("delivery_id") if isinstance(payload, dict) else None
+        if not isinstance(delivery_id, str) or not sig.is_delivery_id(delivery_id):
+            return self._reject(400, 'body must be {"delivery_id": "sig-<32 hex digits>"}')
+        if delivery_id not in self.spool.memory:
+            return self._reply(404, "unknown delivery id %s" % delivery_id)
+        try:
+            recorded = await asyncio.get_running_loop().run_in_executor(
+                None, spoolfmt.acknowledge, self.spool.dir, delivery_id, "http")
+        except OSError as exc:
+            logger.error("wpcloud.hosting.webhook: cannot record an acknowledgement: %s", exc)
+            return self._reply(503, "could not record the acknowledgement")
+        self.spool.stats["acks"] += 1
+        return web.json_response({"delivery_id": delivery_id, "recorded": recorded})
 
     async def healthz(self, request: web.Request) -> web.Response:  # pylint: disable=unused-argument
         self._reload_keys()
@@ -925,7 +1030,7 @@ class _Refused(asyncio.Protocol):
         transport.close()
 
 
-class _BoundedSite(web.TCPSite):
+class _BoundedSite(web.TCPSite if web is not None else object):
     """web.TCPSite with the bounds aiohttp leaves open: a TLS handshake deadline and a connection cap."""
 
     __slots__ = ()
@@ -973,7 +1078,8 @@ async def _receiver_main() -> int:
     try:
         ssl_context = _ssl_context(args)
         spool.open()
-        receiver = Receiver(args, spool, keys, recovered=int(config.get("recovered", 0)))
+        receiver = Receiver(args, spool, keys, recovered=int(config.get("recovered", 0)),
+                            ack_token=config.get("ack_token"))
         # keepalive_timeout: aiohttp closes a connection that has not sent a whole request's headers
         # within it (from its start, or since its last response).
         runner = web.AppRunner(receiver.app(), access_log=None, keepalive_timeout=REQUEST_DEADLINE)
@@ -1015,15 +1121,22 @@ async def _receiver_main() -> int:
 class Emitter:
     """Reads durable records from the spool and hands them to the rulebook queue, in seq order.
 
-    ``emitted.log``: one line per mark, the highest seq handed over at least ``confirm_delay``
-    seconds ago (so an event taken by the rulebook but not acted on before a crash comes again).
+    This is the emitter with acknowledgements off (``ack_timeout: 0``): an event is done once it
+    was handed over. ``emitted.log``: one line per mark, the highest seq handed over at least
+    ``confirm_delay`` seconds ago (so an event taken by the rulebook but not acted on before a crash
+    comes again). An operator's replay (a ``redo`` line in processing.log) is handed over once more
+    and then recorded as done (``ack ... handover``).
     """
+
+    journal_interval = 0.5        # seconds between two looks at processing.log for operator requests
 
     def __init__(self, directory: str, confirm_delay: float) -> None:
         self.dir = directory
         self.path = os.path.join(directory, SPOOL_FILE)
         self.old_path = os.path.join(directory, OLD_SPOOL_FILE)
         self.emitted_path = os.path.join(directory, EMITTED_FILE)
+        self.journal_path = os.path.join(directory, JOURNAL_FILE)
+        self.dead_path = os.path.join(directory, DEAD_FILE)
         self.confirm_delay = max(0.0, float(confirm_delay))
         self.durable_seq = 0
         self.durable_offset = 0
@@ -1031,59 +1144,98 @@ class Emitter:
         self.marked_seq = 0
         self.read_offset = 0
         self.recovered = 0
-        self.carry: deque = deque()
+        self.carry: deque = deque()           # (seq, delivery_id, None, event bytes) to read before spool.log
+        self.replays: deque = deque()         # (seq, delivery_id, event bytes) the operator asked for again
         self.wake = asyncio.Event()
         self.on_mark = None
+        self.journal_offset = 0
+        self._batch: deque = deque()
         self._put_times: deque = deque()
         self._mark_task: asyncio.Task | None = None
         self._emitted_fd = -1
         self._stopping = False
 
+    # -- start ---------------------------------------------------------------------------------
     def read_mark(self) -> int:
-        try:
-            with open(self.emitted_path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return 0
-        value = 0
-        for line in data.split(b"\n")[:-1]:      # the part after the last newline may be torn
-            if line.isdigit():
-                value = max(value, int(line))
+        value = spoolfmt.read_mark(self.dir)
         self.emitted_seq = self.marked_seq = value
         return value
 
     def recover(self) -> None:
-        """Before the receiver starts: find what is stored but not emitted yet (a torn tail ends the scan)."""
+        """Before the receiver starts: find what is stored but not done yet (a torn tail ends the scan)."""
         hw = self.marked_seq
+        entries, self.journal_offset = spoolfmt.read_journal(self.journal_path)
+        states = spoolfmt.fold_journal(entries)
+        self._recovered_states(states)
+        redo = {d for d, state in states.items() if state.verb == spoolfmt.REDO}
+        ahead = []
         durable_offset = _read_records(self.path)[1]
         durable_seq = 0
-        for seq, _id, _fp, _end, event in _read_records(self.old_path)[0]:
+        pending = 0
+        for seq, delivery_id, _fp, _end, event in _read_records(self.old_path)[0]:
             if seq > hw:
-                self.carry.append((seq, None, event))
+                self.carry.append((seq, delivery_id, None, event))
+                pending += self._counts_as_pending(delivery_id)
+                if delivery_id in redo:
+                    ahead.append(delivery_id)
+                    redo.discard(delivery_id)
+            elif delivery_id in redo:
+                self.replays.append((seq, delivery_id, event))
+                redo.discard(delivery_id)
         self.read_offset = durable_offset
         start = 0
-        pending = 0
-        for seq, _id, _fp, end, _event in _read_records(self.path, 0, durable_offset)[0]:
+        first = True
+        for seq, delivery_id, _fp, end, event in _read_records(self.path, 0, durable_offset)[0]:
             durable_seq = seq
             if seq > hw:
-                if not pending:
+                if first:
                     self.read_offset = start
-                pending += 1
+                    first = False
+                pending += self._counts_as_pending(delivery_id)
+                if delivery_id in redo:
+                    ahead.append(delivery_id)
+                    redo.discard(delivery_id)
+            elif delivery_id in redo:
+                self.replays.append((seq, delivery_id, event))
+                redo.discard(delivery_id)
             start = end
+        if redo:                  # given up and rotated out of the spool: the copy in dead.log
+            for seq, delivery_id, _fp, _end, event in _read_records(self.dead_path)[0]:
+                if delivery_id in redo:
+                    self.replays.append((seq, delivery_id, event))
+                    redo.discard(delivery_id)
+        for delivery_id in redo:
+            logger.error("wpcloud.hosting.webhook: a replay of %s was asked for, but its record is no longer "
+                         "in the spool or dead.log", delivery_id)
         self.durable_seq = max(durable_seq, hw)
         self.durable_offset = durable_offset
-        self.recovered = len(self.carry) + pending
+        self.recovered = pending + len(self.replays)
         self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._redo_ahead(ahead)
 
+    def _recovered_states(self, states: dict) -> None:
+        """What the journal says, for a subclass that keeps it."""
+
+    def _redo_ahead(self, delivery_ids: list) -> None:
+        """Replays asked for of records not emitted yet: they are handed over as they come, so the
+        request is settled (with acknowledgements off, handed over is done)."""
+        if delivery_ids:
+            spoolfmt.record_acks(self.dir, delivery_ids, "handover")
+
+    def _counts_as_pending(self, delivery_id: str) -> int:  # pylint: disable=unused-argument
+        return 1
+
+    # -- the receiver's news -------------------------------------------------------------------
     def durable(self, seq: int, offset: int) -> None:
         self.durable_seq = max(self.durable_seq, seq)
         self.durable_offset = offset
         self.wake.set()
 
     def rotated(self) -> None:
-        """The receiver renamed spool.log (only when everything was emitted and marked)."""
+        """The receiver renamed spool.log (only when everything was done and marked)."""
         self.read_offset = 0
         self.durable_offset = 0
+        self._batch.clear()
         tmp = self.emitted_path + ".tmp"
         with open(tmp, "wb") as handle:
             handle.write(b"%d\n" % self.marked_seq)
@@ -1093,22 +1245,36 @@ class Emitter:
         os.close(self._emitted_fd)
         self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
 
-    async def next_events(self) -> list:
-        while True:
-            if self.carry:
-                return [self.carry.popleft()]
-            if self.durable_offset > self.read_offset:
-                records, _pos = _read_records(self.path, self.read_offset, self.durable_offset, 512, 1 << 18)
-                if records:
-                    return [(seq, end, event) for seq, _id, _fp, end, event in records]
-            self.wake.clear()
-            await self.wake.wait()
+    # -- reading the spool -----------------------------------------------------------------------
+    def _next_record(self):
+        """The next stored record in seq order, (seq, delivery_id, end offset or None, event bytes), or None."""
+        if self.carry:
+            return self.carry.popleft()
+        if not self._batch and self.durable_offset > self.read_offset:
+            records, _pos = _read_records(self.path, self.read_offset, self.durable_offset, 512, 1 << 18)
+            self._batch.extend((seq, delivery_id, end, event) for seq, delivery_id, _fp, end, event in records)
+        if self._batch:
+            item = self._batch.popleft()
+            self.read_offset = item[2]
+            return item
+        return None
 
     async def run(self, queue: asyncio.Queue) -> None:
-        while True:
-            for seq, end, raw in await self.next_events():
-                if end is not None:
-                    self.read_offset = end
+        watcher = asyncio.get_running_loop().create_task(self._watch_journal())
+        try:
+            while True:
+                if self.replays:
+                    seq, delivery_id, raw = self.replays.popleft()
+                    await queue.put(json.loads(raw))
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, spoolfmt.record_acks, self.dir, [delivery_id], "handover")
+                    continue
+                item = self._next_record()
+                if item is None:
+                    self.wake.clear()
+                    await self.wake.wait()
+                    continue
+                seq, _delivery_id, _end, raw = item
                 if seq <= self.emitted_seq:
                     continue
                 await queue.put(json.loads(raw))
@@ -1116,7 +1282,36 @@ class Emitter:
                 self._put_times.append((seq, time.monotonic()))
                 if self._mark_task is None or self._mark_task.done():
                     self._mark_task = asyncio.get_running_loop().create_task(self._mark_loop())
+        finally:
+            watcher.cancel()
 
+    # -- operator requests -------------------------------------------------------------------------
+    async def _watch_journal(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.journal_interval)
+            try:
+                entries, self.journal_offset = await loop.run_in_executor(
+                    None, spoolfmt.read_journal, self.journal_path, self.journal_offset)
+                wanted = [d for verb, d, _s, _a, _t, _v in entries if verb == spoolfmt.REDO]
+                if wanted:
+                    found = await loop.run_in_executor(None, spoolfmt.find_records, self.dir, wanted)
+                    self._queue_replays(wanted, found)
+            except OSError as exc:
+                logger.error("wpcloud.hosting.webhook: cannot read %s: %s", JOURNAL_FILE, exc)
+
+    def _queue_replays(self, wanted: list, found: dict) -> None:
+        for delivery_id in dict.fromkeys(wanted):
+            if delivery_id not in found:
+                logger.error("wpcloud.hosting.webhook: a replay of %s was asked for, but its record is not "
+                             "in the spool or dead.log", delivery_id)
+                continue
+            seq, raw = found[delivery_id]
+            self.replays.append((seq, delivery_id, raw))
+            logger.info("wpcloud.hosting.webhook: %s will be handed over again (operator)", delivery_id)
+        self.wake.set()
+
+    # -- marks -------------------------------------------------------------------------------------
     async def _mark_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while self._put_times and not self._stopping:
@@ -1151,6 +1346,306 @@ class Emitter:
         if self._emitted_fd >= 0:
             os.close(self._emitted_fd)
             self._emitted_fd = -1
+
+
+class _Slot:
+    """A delivery handed to the rulebook and not acknowledged yet."""
+
+    __slots__ = ("seq", "delivery_id", "raw", "attempt", "deadline", "entry", "due")
+
+    def __init__(self, seq: int, delivery_id: str, raw: bytes, attempt: int, entry) -> None:
+        self.seq = seq
+        self.delivery_id = delivery_id
+        self.raw = raw
+        self.attempt = attempt        # hand-overs so far (the journal's count survives restarts)
+        self.deadline = None          # monotonic time after which it is handed over again
+        self.entry = entry            # its [seq, delivery_id, done] in AckingEmitter.order; None for a replay
+        self.due = False
+
+
+class AckingEmitter(Emitter):
+    """The emitter with acknowledgements on (``ack_timeout`` > 0): an event is done only when an
+    action acknowledged it (an ``ack`` line in processing.log: the webhook_ack module, directly or
+    through the receiver's ACK_PATH) or when it was given up.
+
+    - At most ``max_unacked`` events are handed over and not acknowledged at a time (the rule
+      engine takes events while earlier actions queue; this bounds that queue, so an event's wait
+      for its acknowledgement is bounded by the actions ahead of it).
+    - An event not acknowledged ``ack_timeout`` seconds after it was handed over is handed over
+      again; so is every event not acknowledged before a restart. Each hand-over is an attempt
+      (``meta.attempt``), counted in the journal across restarts; after ``max_attempts`` the event is
+      given up: a ``dead`` line, its record copied to dead.log, an error logged; the operator
+      command lists and replays it.
+    - The mark (emitted.log) is the highest seq below which every event is done, so a restart
+      reads the spool from there and skips what the journal says is done.
+    """
+
+    journal_interval = 0.1
+
+    def __init__(self, directory: str, ack_timeout: float, max_unacked: int = MAX_UNACKED,
+                 max_attempts: int = MAX_ATTEMPTS, ack_url: str | None = None) -> None:
+        super().__init__(directory, 0.0)
+        self.ack_timeout = float(ack_timeout)
+        self.max_unacked = max(1, int(max_unacked))
+        self.max_attempts = max(1, int(max_attempts))
+        self.ack_meta = {"spool_dir": directory, "url": ack_url}
+        self.slots: dict[str, _Slot] = {}     # handed over, not acknowledged; in hand-over order
+        self.order: deque = deque()           # [seq, delivery_id, done] of records past the mark, in order
+        self.states: dict = {}                # the journal's word on deliveries not read or not in a slot
+        self.due: deque = deque()             # slots to hand over again (timed out, or the operator's redo)
+        self.dead: dict = {}                  # delivery_id -> (seq, attempts) of the dead letters, kept on compaction
+        self.counts = {"handed_over": 0, "acknowledged": 0, "handed_over_again": 0, "given_up": 0, "replayed": 0}
+        self._journal_fd = -1
+        self._mark_due = False
+
+    def _recovered_states(self, states: dict) -> None:
+        self.states = states
+        self.dead = {d: (s.seq, s.attempt) for d, s in states.items() if s.verb == spoolfmt.DEAD}
+
+    def _redo_ahead(self, delivery_ids: list) -> None:
+        """Handed over as they come (their state says redo: attempts from 0), acknowledged as any."""
+
+    def _counts_as_pending(self, delivery_id: str) -> int:
+        state = self.states.get(delivery_id)
+        return 0 if state is not None and state.verb in (spoolfmt.ACK, spoolfmt.DEAD) else 1
+
+    def recover(self) -> None:
+        super().recover()
+        self._open_journal()
+
+    def _open_journal(self) -> None:
+        if self._journal_fd >= 0:
+            os.close(self._journal_fd)
+        self._journal_fd = os.open(self.journal_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        if not spoolfmt._ends_a_line(self._journal_fd):      # a line torn by a power loss ends here
+            os.write(self._journal_fd, b"\n")
+
+    def _journal(self, line: bytes) -> None:
+        """An emit line: appended without a lock and without a sync (one small write is atomic for
+        O_APPEND; only this process rewrites the file, and a lost emit line only lowers a count)."""
+        try:
+            os.write(self._journal_fd, line)
+        except OSError as exc:
+            logger.error("wpcloud.hosting.webhook: cannot write %s: %s", JOURNAL_FILE, exc)
+
+    # -- handing over --------------------------------------------------------------------------------
+    def _next_slot(self):
+        """The next slot to hand over, or None: first the due ones, then (with room in the window)
+        the operator's replays, then stored records in order."""
+        while self.due:
+            slot = self.due.popleft()
+            slot.due = False
+            if self.slots.get(slot.delivery_id) is slot:
+                return slot
+        while len(self.slots) < self.max_unacked:
+            if self.replays:
+                seq, delivery_id, raw = self.replays.popleft()
+                if delivery_id in self.slots:
+                    continue
+                state = self.states.pop(delivery_id, None)
+                self.counts["replayed"] += 1
+                return _Slot(seq, delivery_id, raw, state.attempt if state else 0, None)
+            item = self._next_record()
+            if item is None:
+                return None
+            seq, delivery_id, _end, raw = item
+            if seq <= self.emitted_seq:
+                continue
+            self.emitted_seq = seq
+            entry = [seq, delivery_id, False]
+            self.order.append(entry)
+            state = self.states.pop(delivery_id, None)
+            if state is not None and state.verb in (spoolfmt.ACK, spoolfmt.DEAD):
+                entry[2] = True         # acknowledged or given up before a restart
+                self._advance()
+                continue
+            if delivery_id in self.slots:     # a replay of it is out: its acknowledgement settles both
+                self.slots[delivery_id].entry = entry
+                continue
+            return _Slot(seq, delivery_id, raw, state.attempt if state else 0, entry)
+        return None
+
+    async def run(self, queue: asyncio.Queue) -> None:
+        watcher = asyncio.get_running_loop().create_task(self._watch_journal())
+        try:
+            while True:
+                slot = self._next_slot()
+                if slot is None:
+                    self.wake.clear()
+                    await self.wake.wait()
+                    continue
+                await self._hand_over(queue, slot)
+        finally:
+            watcher.cancel()
+
+    async def _hand_over(self, queue: asyncio.Queue, slot: _Slot) -> None:
+        self.slots[slot.delivery_id] = slot
+        slot.deadline = None
+        if slot.attempt >= self.max_attempts:
+            await self._give_up(slot)
+            return
+        slot.attempt += 1
+        event = json.loads(slot.raw)
+        meta = event.get("meta")
+        if not isinstance(meta, dict):
+            meta = event["meta"] = {}
+        meta["attempt"] = slot.attempt
+        meta["ack"] = self.ack_meta
+        self._journal(spoolfmt.journal_line(spoolfmt.EMIT, slot.delivery_id, slot.seq, slot.attempt))
+        self.counts["handed_over"] += 1
+        if slot.attempt > 1:
+            self.counts["handed_over_again"] += 1
+        await queue.put(event)
+        if self.slots.get(slot.delivery_id) is slot:
+            slot.deadline = time.monotonic() + self.ack_timeout
+
+    async def _give_up(self, slot: _Slot) -> None:
+        logger.error("wpcloud.hosting.webhook: %s was handed over %d time(s) without an acknowledgement; given up "
+                     "(dead letter). List it with: webhook.py events list --spool-dir %s --state dead",
+                     slot.delivery_id, slot.attempt, self.dir)
+
+        def write():
+            with open(self.dead_path, "ab") as handle:
+                handle.write(b"%d\t%s\t-\t%s\n" % (slot.seq, slot.delivery_id.encode(), slot.raw))
+                handle.flush()
+                _sync(handle.fileno())
+            spoolfmt.append_journal(self.journal_path, spoolfmt.journal_line(
+                spoolfmt.DEAD, slot.delivery_id, slot.seq, slot.attempt, via="source"))
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, write)
+        except OSError as exc:
+            # not recorded: it stays out, and is handed over again after the next timeout
+            logger.error("wpcloud.hosting.webhook: cannot record %s as given up: %s", slot.delivery_id, exc)
+            slot.deadline = time.monotonic() + self.ack_timeout
+            return
+        self.counts["given_up"] += 1
+        self._settle(slot.delivery_id)
+
+    # -- settling ------------------------------------------------------------------------------------
+    def _settle(self, delivery_id: str) -> bool:
+        slot = self.slots.pop(delivery_id, None)
+        if slot is None:
+            return False
+        if slot.entry is not None:
+            slot.entry[2] = True
+            self._advance()
+        self.wake.set()
+        return True
+
+    def _advance(self) -> None:
+        seq = None
+        while self.order and self.order[0][2]:
+            seq = self.order.popleft()[0]
+        if seq is not None and seq > self.marked_seq:
+            self.marked_seq = seq
+            self._mark_due = True
+
+    async def _watch_journal(self) -> None:
+        """Every journal_interval: acknowledgements and operator requests from processing.log, due
+        slots, and the mark."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.journal_interval)
+            try:
+                entries, self.journal_offset = await loop.run_in_executor(
+                    None, spoolfmt.read_journal, self.journal_path, self.journal_offset)
+            except OSError as exc:
+                logger.error("wpcloud.hosting.webhook: cannot read %s: %s", JOURNAL_FILE, exc)
+                entries = []
+            redo = []
+            for verb, delivery_id, seq, attempt, _when, _via in entries:
+                if verb == spoolfmt.ACK:
+                    self.dead.pop(delivery_id, None)
+                    if self._settle(delivery_id):
+                        self.counts["acknowledged"] += 1
+                    else:                 # not handed over yet (the operator), or a late duplicate
+                        state = self.states.setdefault(delivery_id, spoolfmt.DeliveryState())
+                        state.verb = spoolfmt.ACK
+                elif verb == spoolfmt.REDO:
+                    self.dead.pop(delivery_id, None)
+                    redo.append(delivery_id)
+                elif verb == spoolfmt.DEAD:
+                    self.dead[delivery_id] = (seq, attempt)
+            if redo:
+                await self._redo(redo)
+            now = time.monotonic()
+            for slot in self.slots.values():
+                if slot.deadline is not None and now >= slot.deadline and not slot.due:
+                    logger.warning("wpcloud.hosting.webhook: %s not acknowledged within %gs (attempt %d of %d)",
+                                   slot.delivery_id, self.ack_timeout, slot.attempt, self.max_attempts)
+                    slot.due = True
+                    slot.deadline = None
+                    self.due.append(slot)
+                    self.wake.set()
+            if self._mark_due and not self._stopping:
+                self._mark_due = False
+                seq = self.marked_seq
+                try:
+                    await loop.run_in_executor(None, self._write_mark, seq)
+                except OSError as exc:
+                    logger.error("wpcloud.hosting.webhook: cannot record the done position: %s", exc)
+                    self._mark_due = True
+                    continue
+                if self.on_mark is not None:
+                    self.on_mark(seq)
+
+    async def _redo(self, delivery_ids: list) -> None:
+        """The operator's replay: a slot out is handed over again now; anything else is looked up."""
+        lookup = []
+        for delivery_id in dict.fromkeys(delivery_ids):
+            slot = self.slots.get(delivery_id)
+            if slot is not None:
+                slot.attempt = 0
+                if not slot.due:
+                    slot.due = True
+                    slot.deadline = None
+                    self.due.append(slot)
+                continue
+            state = self.states.setdefault(delivery_id, spoolfmt.DeliveryState())
+            state.verb, state.attempt = spoolfmt.REDO, 0
+            lookup.append(delivery_id)
+        if lookup:
+            try:
+                found = await asyncio.get_running_loop().run_in_executor(None, spoolfmt.find_records, self.dir, lookup)
+            except OSError as exc:
+                logger.error("wpcloud.hosting.webhook: cannot look the replays up: %s", exc)
+                return
+            later = [d for d in lookup if d in found and found[d][0] > self.emitted_seq]
+            # not read yet: handed over when the reader gets there (its state says redo)
+            self._queue_replays([d for d in lookup if d not in later], found)
+        self.wake.set()
+
+    def rotated(self) -> None:
+        """Besides the mark: the journal keeps only what is still open (replays out, dead letters,
+        replays asked for); lines appended since the last read are kept as they are."""
+        super().rotated()
+        keep = []
+        for delivery_id, slot in self.slots.items():
+            keep.append(spoolfmt.journal_line(spoolfmt.REDO, delivery_id, slot.seq, via="compaction"))
+            if slot.attempt:
+                keep.append(spoolfmt.journal_line(spoolfmt.EMIT, delivery_id, slot.seq, slot.attempt))
+        for delivery_id, (seq, attempts) in self.dead.items():
+            if delivery_id not in self.slots:
+                keep.append(spoolfmt.journal_line(spoolfmt.DEAD, delivery_id, seq, attempts, via="compaction"))
+        for delivery_id, state in list(self.states.items()):
+            if state.verb == spoolfmt.REDO and delivery_id not in self.slots:
+                keep.append(spoolfmt.journal_line(spoolfmt.REDO, delivery_id, state.seq, via="compaction"))
+            else:
+                del self.states[delivery_id]        # acknowledged: nothing left to wait for
+        head = b"".join(keep)
+        offset = self.journal_offset
+
+        def rewrite(data: bytes):
+            return head, data[offset:] if len(data) >= offset else b""
+        self.journal_offset = spoolfmt.rewrite_journal(self.journal_path, rewrite)
+        self._open_journal()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await super().stop()
+        if self._journal_fd >= 0:
+            os.close(self._journal_fd)
+            self._journal_fd = -1
 
 
 class ReceiverProcess:
@@ -1206,9 +1701,10 @@ class ReceiverProcess:
                 await proc.wait()
 
 
-def _receiver_config(args: dict[str, Any], keys: list[str], spool_dir: str, emitter: Emitter) -> dict[str, Any]:
+def _receiver_config(args: dict[str, Any], keys: list[str], spool_dir: str, emitter: Emitter,
+                     ack_token: str | None = None) -> dict[str, Any]:
     """What the receiver process is given on its stdin (never argv or the environment: it holds the keys)."""
-    child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token")}
+    child_args = {k: v for k, v in args.items() if k not in ("hmac_secret", "token", "ack_token")}
     if args.get("hmac_secret") is not None:
         child_args.pop("hmac_secret_file", None)  # explicit keys win; the file is not watched
     if args.get("token") is not None:
@@ -1217,32 +1713,51 @@ def _receiver_config(args: dict[str, Any], keys: list[str], spool_dir: str, emit
     if not isinstance(log_level, str) or log_level.startswith("Level"):
         log_level = "WARNING"
     return {"args": child_args, "keys": keys, "spool_dir": spool_dir, "marked_seq": emitter.marked_seq,
-            "recovered": emitter.recovered, "log_level": log_level}
+            "recovered": emitter.recovered, "log_level": log_level, "ack_token": ack_token}
+
+
+def _emitter(args: dict[str, Any], spool_dir: str) -> Emitter:
+    """AckingEmitter unless ack_timeout is 0 (then an event is done once it was handed over)."""
+    ack_timeout = float(args.get("ack_timeout", ACK_TIMEOUT))
+    if ack_timeout <= 0:
+        return Emitter(spool_dir, float(args.get("emit_confirm_delay", 1.0)))
+    return AckingEmitter(spool_dir, ack_timeout, int(args.get("max_unacked", MAX_UNACKED)),
+                         int(args.get("max_attempts", MAX_ATTEMPTS)), args.get("ack_url"))
 
 
 async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
     """Receive WP Cloud webhooks (see DOCUMENTATION)."""
     args = _clean_args(args)
-    _check_args(args)
-    keys = _keys_from_args(args)
+    try:
+        _check_args(args)
+        keys = _keys_from_args(args)
+        ack_token = _ack_token_from_args(args)
+    finally:
+        # read once; the actions ansible-rulebook runs (and the receiver child) inherit this environment
+        removed = _forget_secrets_in_environment()
+    if removed:
+        logger.info("wpcloud.hosting.webhook: %s read and removed from the environment of the actions",
+                    ", ".join(removed))
     _check_keys(keys, _bool(args.get("allow_unsigned", False)))
     if _ssl_context(args) is None:
         logger.warning("wpcloud.hosting.webhook: listening on plain HTTP (allow_insecure_http)")
     spool_dir = os.path.abspath(args.get("spool_dir") or _default_spool_dir(args["port"]))
     os.makedirs(spool_dir, mode=0o700, exist_ok=True)
-    emitter = Emitter(spool_dir, float(args.get("emit_confirm_delay", 1.0)))
+    emitter = _emitter(args, spool_dir)
     emitter.read_mark()
     emitter.recover()
     receiver = ReceiverProcess(emitter)
     watcher = emitter_task = None
     try:
-        await receiver.start(_receiver_config(args, keys, spool_dir, emitter))
+        await receiver.start(_receiver_config(args, keys, spool_dir, emitter, ack_token))
         emitter.on_mark = receiver.mark
         if emitter.recovered:
-            logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet emitted will be emitted",
+            logger.info("wpcloud.hosting.webhook: %d stored event(s) not yet done will be emitted",
                         emitter.recovered)
-        logger.info("wpcloud.hosting.webhook listening on %s:%s (%s, %d key(s))", args.get("host") or "0.0.0.0",
-                    args["port"], "https" if args.get("certfile") else "http", len(keys))
+        logger.info("wpcloud.hosting.webhook listening on %s:%s (%s, %d key(s), %s)", args.get("host") or "0.0.0.0",
+                    args["port"], "https" if args.get("certfile") else "http", len(keys),
+                    "acknowledgements within %gs" % emitter.ack_timeout if isinstance(emitter, AckingEmitter)
+                    else "acknowledgements off")
         loop = asyncio.get_running_loop()
         watcher = loop.create_task(receiver.watch())
         emitter_task = loop.create_task(emitter.run(queue))
@@ -1260,9 +1775,89 @@ async def main(queue: asyncio.Queue, args: dict[str, Any]) -> None:
         await receiver.stop()
 
 
+# =============================================================================================
+# 5. The operator command: list stored deliveries, replay them, mark them done.
+#    python webhook.py events list|replay|ack --spool-dir DIR [selectors]
+#    (or ansible-playbook wpcloud.hosting.webhook_events, which runs it)
+# =============================================================================================
+def _operator_parser():
+    import argparse  # pylint: disable=import-outside-toplevel
+    parser = argparse.ArgumentParser(
+        prog="webhook.py events",
+        description="List the WP Cloud webhook deliveries a wpcloud.hosting.webhook spool holds, hand them "
+                    "to the rulebook again (replay) or mark them done (ack). Works while the rulebook runs "
+                    "(it picks requests up within a second) or not (at its next start).")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("list", "list deliveries (oldest first)"),
+                       ("replay", "hand the selected deliveries to the rulebook again (attempts start over)"),
+                       ("ack", "mark the selected deliveries done without running anything (dismiss)")):
+        command = commands.add_parser(name, help=text, description=text)
+        where = command.add_mutually_exclusive_group(required=True)
+        where.add_argument("--spool-dir", help="the source's spool_dir")
+        where.add_argument("--port", type=int, help="the source's port, when spool_dir was left to its default")
+        command.add_argument("--id", dest="ids", action="append", default=[], metavar="DELIVERY_ID",
+                             help="a delivery id (repeat for several)")
+        command.add_argument("--since", help="received at or after: ISO 8601 (2026-11-23T10:00Z) or an age (2h)")
+        command.add_argument("--until", help="received before: ISO 8601 or an age")
+        command.add_argument("--state", dest="states", action="append", default=[], choices=spoolfmt.STATES,
+                             help="only deliveries in this state (repeat for several)")
+        command.add_argument("--event", dest="events", action="append", default=[], metavar="NAME",
+                             help="only this event name (repeat for several)")
+        command.add_argument("--json", action="store_true", help="one JSON object per line")
+        if name != "list":
+            command.add_argument("--all", action="store_true", help="every delivery (no selector needed)")
+    return parser
+
+
+def _operator_main(argv: list[str]) -> int:
+    parser = _operator_parser()
+    opts = parser.parse_args(argv)
+    directory = os.path.abspath(opts.spool_dir or _default_spool_dir(opts.port))
+    if not os.path.isfile(os.path.join(directory, SPOOL_FILE)):
+        parser.error("%s holds no %s: not the spool_dir of a wpcloud.hosting.webhook source" % (directory, SPOOL_FILE))
+    bad = [i for i in opts.ids if not sig.is_delivery_id(i)]
+    if bad:
+        parser.error("--id %s is not a delivery id (sig- or body- and 32 hex digits)" % bad[0])
+    try:
+        since = spoolfmt.parse_time(opts.since) if opts.since else None
+        until = spoolfmt.parse_time(opts.until) if opts.until else None
+    except ValueError as exc:
+        parser.error("--since/--until: %s" % exc)
+    chosen = spoolfmt.select(spoolfmt.list_deliveries(directory), opts.ids, since, until, opts.states, opts.events)
+    if opts.command != "list" and not (opts.all or opts.ids or opts.since or opts.until or opts.states
+                                       or opts.events):
+        parser.error("%s needs a selector (--id, --since, --until, --state, --event) or --all" % opts.command)
+    missing = sorted(set(opts.ids) - {item["delivery_id"] for item in chosen})
+    if opts.command == "replay" and chosen:
+        spoolfmt.request_redo(directory, [item["delivery_id"] for item in chosen])
+    elif opts.command == "ack":
+        chosen = [item for item in chosen if item["state"] != spoolfmt.DONE]
+        spoolfmt.record_acks(directory, [item["delivery_id"] for item in chosen])
+    for item in chosen:
+        if opts.json:
+            sys.stdout.write(json.dumps({k: v for k, v in item.items() if k not in ("raw", "received_epoch")}) + "\n")
+        else:
+            sys.stdout.write("%-6s %-27s %-37s %-8s %-3s %-26s %s\n" % (
+                item["seq"], item["received_at"], item["delivery_id"], item["state"], item["attempts"],
+                item["event"], "" if item["atomic_site_id"] is None else item["atomic_site_id"]))
+    counts = {}
+    for item in chosen:
+        counts[item["state"]] = counts.get(item["state"], 0) + 1
+    summary = ", ".join("%d %s" % (n, state) for state, n in sorted(counts.items())) or "none"
+    verb = {"list": "listed", "replay": "asked to be handed over again", "ack": "marked done"}[opts.command]
+    sys.stderr.write("%d deliver%s %s (%s)\n" % (len(chosen), "y" if len(chosen) == 1 else "ies", verb, summary))
+    for delivery_id in missing:
+        sys.stderr.write("not in the spool: %s\n" % delivery_id)
+    if opts.command != "list" and (missing or not chosen):
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
     if "--receiver" in sys.argv[1:]:
         sys.exit(asyncio.run(_receiver_main()))
+    if sys.argv[1:2] == ["events"]:
+        sys.exit(_operator_main(sys.argv[2:]))
 
     class MockQueue(asyncio.Queue):
         """Writes events to stdout instead of a rulebook."""
@@ -1272,4 +1867,4 @@ if __name__ == "__main__":
             sys.stdout.flush()
 
     asyncio.run(main(MockQueue(), {"port": 5000, "host": "127.0.0.1", "allow_insecure_http": True,
-                                   "allow_unsigned": True, "spool_dir": "./webhook-spool"}))
+                                   "allow_unsigned": True, "spool_dir": "./webhook-spool", "ack_timeout": 0}))

@@ -313,3 +313,12 @@ def test_exact_payload_verifies_like_the_raw_body(mutate):
     raw = json.dumps(mutate(json.loads(body(key=OLD_KEY)))).encode()
     fast = ws.verify_signature(ws.exact_payload(raw, json.loads(raw)), [KEY, OLD_KEY]).to_dict()
     assert fast == ws.verify_signature(raw, [KEY, OLD_KEY]).to_dict()
+
+
+def test_is_delivery_id_takes_exactly_the_two_documented_forms():
+    signed = ws.delivery_id_for("29848839199040411", "salt")
+    unsigned = ws.unsigned_delivery_id(b"{}")
+    assert ws.is_delivery_id(signed) and ws.is_delivery_id(unsigned)
+    for bad in (None, 7, "", "sig-", signed.upper(), signed + "0", signed[:-1], "sig-" + "g" * 32,
+                " " + signed, signed + "\n", "key-" + "a" * 32):
+        assert not ws.is_delivery_id(bad), bad

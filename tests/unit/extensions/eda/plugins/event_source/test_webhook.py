@@ -15,6 +15,7 @@ import hmac
 import importlib.util
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 from unittest import mock
@@ -206,8 +207,9 @@ def run(coro):
 
 def test_checks_in_order_for_the_options_set(tmp_path):
     names = [c.__name__ for c in make_receiver(tmp_path).checks()]
-    assert names == ["check_size", "check_content_type", "read_json", "verify_signature", "drop_duplicates"]
-    names = [c.__name__ for c in make_receiver(tmp_path / "b", token="t", max_age=60).checks()]
+    assert names == ["check_size", "read_json", "verify_signature", "drop_duplicates"]
+    names = [c.__name__ for c in make_receiver(tmp_path / "b", token="t", max_age=60,
+                                               content_types=["application/json"]).checks()]
     assert names == ["check_size", "check_token", "check_content_type", "read_json", "verify_signature",
                      "drop_duplicates", "check_freshness"]
 
@@ -224,7 +226,7 @@ def test_a_valid_delivery_is_stored_once(tmp_path):
     first, again, other = run(scenario())
     assert first == (200, "OK") and again == (200, "OK (duplicate)")
     assert other == (409, "signature already used for another body")
-    assert receiver.spool.stats == {"stored": 1, "duplicates": 1, "conflicts": 1, "rejected": 0, "fsyncs": 1}
+    assert receiver.spool.stats == {"stored": 1, "duplicates": 1, "conflicts": 1, "rejected": 0, "fsyncs": 1, "acks": 0}
     records = W["_read_records"](str(tmp_path / "spool" / "spool.log"))[0]
     assert len(records) == 1
     seq, delivery_id, fingerprint, _end, raw = records[0]
@@ -242,11 +244,10 @@ def test_a_valid_delivery_is_stored_once(tmp_path):
 
 REFUSALS = [
     ("too-large", {"body": b"{}", "headers": {"Content-Length": "2000000"}}, (413, "body too large")),
-    ("text-plain", {"body": signed(), "content_type": "text/plain"}, (415, "content type must be application/json")),
-    ("form-encoded", {"body": signed(), "content_type": "application/x-www-form-urlencoded"},
-     (415, "content type must be application/json")),
-    ("no-content-type", {"body": signed(), "content_type": None}, (415, "content type must be application/json")),
     ("malformed-json", {"body": b"{not json"}, (400, "body is not valid JSON")),
+    ("malformed-json-as-text", {"body": b"{not json", "content_type": "text/plain"}, (400, "body is not valid JSON")),
+    ("form-fields", {"body": b"event=site_provisioned&atomic_site_id=7",
+                     "content_type": "application/x-www-form-urlencoded"}, (400, "body is not valid JSON")),
     ("invalid-utf8", {"body": b"\xff\xfe"}, (400, "body is not valid JSON")),
     ("json-array", {"body": b"[1, 2]"}, (400, "body is not a JSON object")),
     ("nested-too-deeply", {"body": b'{"a":' * 100000 + b"1" + b"}" * 100000}, (400, "body is not valid JSON")),   # was a 500
@@ -265,9 +266,22 @@ def test_refusals(tmp_path, kwargs, expected):
     assert receiver.spool.stats["rejected"] == 1 and receiver.spool.stats["stored"] == 0
 
 
-def test_content_types_option_and_json_suffix(tmp_path):
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
+                                          "application/json", "application/vnd.wpcloud+json; charset=utf-8",
+                                          "multipart/form-data; boundary=x", "image/png"])
+def test_any_content_type_is_judged_by_its_body(tmp_path, content_type):
+    """The spec promises only "a JSON body": a signed JSON object is stored whatever the header says
+    (a 415 would make the service retry twice and then drop the event)."""
     receiver = make_receiver(tmp_path)
+    assert run(deliver(receiver, signed(), content_type=content_type)) == (200, "OK")
+    assert receiver.spool.stats["stored"] == 1
+
+
+def test_content_types_option_restricts_and_json_suffix(tmp_path):
+    receiver = make_receiver(tmp_path, content_types=["application/json"])
     assert run(deliver(receiver, signed(), content_type="application/vnd.wpcloud+json; charset=utf-8"))[0] == 200
+    assert run(deliver(receiver, signed(salt="b" * 32), content_type="text/plain")) == (
+        415, "content type must be one of application/json")
     receiver = make_receiver(tmp_path / "b", content_types="text/plain, application/json")
     assert run(deliver(receiver, signed(), content_type="Text/Plain"))[0] == 200
 
@@ -465,3 +479,393 @@ def test_a_key_reload_during_a_store_is_not_counted_against_the_new_keys(tmp_pat
     receiver.spool._append = slow_append     # pylint: disable=protected-access
     assert run(deliver(receiver, signed(key=OLD_KEY))) == (200, "OK")
     assert receiver.verified_by_key == [0]
+
+
+# -- acknowledgements: the emitter that waits for them ----------------------------------------------
+
+SP = W["spoolfmt"]
+
+
+def ids(count):
+    return ["sig-%032x" % n for n in range(1, count + 1)]
+
+
+def write_spool(directory, delivery_ids, start=1):
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "spool.log", "ab") as handle:
+        for offset, delivery_id in enumerate(delivery_ids):
+            event = {"payload": {"n": start + offset}, "meta": {"delivery_id": delivery_id}}
+            handle.write(W["_record"](start + offset, delivery_id, "fp", event))
+    return os.path.getsize(directory / "spool.log")
+
+
+def acking(directory, timeout=60.0, window=32, attempts=5, url=None):
+    emitter = W["AckingEmitter"](str(directory), timeout, window, attempts, url)
+    emitter.journal_interval = 0.01
+    emitter.read_mark()
+    emitter.recover()
+    return emitter
+
+
+class Rulebook:
+    """The rule engine's side of the queue, for the emitter tests: takes events as they come."""
+
+    def __init__(self, emitter):
+        self.emitter = emitter
+        self.queue = asyncio.Queue()
+        self.events = []
+        self.task = None
+
+    async def __aenter__(self):
+        self.task = asyncio.ensure_future(self.emitter.run(self.queue))
+        return self
+
+    async def __aexit__(self, *exc):
+        self.task.cancel()
+        await self.emitter.stop()
+
+    async def take(self, count, timeout=5):
+        for dummy in range(count):
+            self.events.append(await asyncio.wait_for(self.queue.get(), timeout))
+        return self.events[-count:]
+
+    async def nothing_more(self, wait=0.15):
+        await asyncio.sleep(wait)
+        assert self.queue.empty(), [e["meta"]["delivery_id"] for e in self.queue._queue]  # pylint: disable=protected-access
+
+    async def ack(self, *delivery_ids):
+        """Acknowledge (as the webhook_ack module does) and wait until the emitter has read it."""
+        for delivery_id in delivery_ids:
+            SP.acknowledge(self.emitter.dir, delivery_id, "file")
+        path = os.path.join(self.emitter.dir, "processing.log")
+        await until(lambda: self.emitter.journal_offset >= os.path.getsize(path))
+        await asyncio.sleep(0.05)
+
+
+async def until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def test_acking_emitter_holds_at_most_max_unacked_and_marks_only_what_is_done(tmp_path):
+    names = ids(5)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, window=2, url="https://eda.example:8443/_wpcloud/ack")
+    emitter.durable(5, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            first = await rb.take(2)
+            await rb.nothing_more()                      # two out, none acknowledged: the window is full
+            await rb.ack(names[1])                       # the second is done, the first not: no mark yet
+            third = await rb.take(1)
+            assert emitter.marked_seq == 0
+            await rb.ack(names[0])
+            await until(lambda: SP.read_mark(str(tmp_path)) == 2)
+            assert emitter.marked_seq == 2
+            await rb.take(1)
+            return first, third
+    first, third = run(scenario())
+    assert [e["meta"]["delivery_id"] for e in first + third] == names[:3]
+    assert first[0]["meta"]["attempt"] == 1
+    assert first[0]["meta"]["ack"] == {"spool_dir": str(tmp_path), "url": "https://eda.example:8443/_wpcloud/ack"}
+    emits = [e for e in SP.parse_journal((tmp_path / "processing.log").read_bytes()) if e[0] == "emit"]
+    assert [(e[1], e[2], e[3]) for e in emits] == [(names[n], n + 1, 1) for n in range(4)]
+
+
+def test_an_event_not_acknowledged_in_time_comes_again_then_is_given_up(tmp_path, caplog):
+    names = ids(2)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, timeout=0.2, attempts=2)
+    emitter.durable(2, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            await rb.take(2)
+            await rb.ack(names[1])
+            again = await rb.take(1, timeout=3)          # the first, after ack_timeout
+            await until(lambda: emitter.counts["given_up"] == 1)   # not acknowledged again: given up after 2
+            await until(lambda: SP.read_mark(str(tmp_path)) == 2)
+            await rb.nothing_more()
+            return again
+    again = run(scenario())
+    assert again[0]["meta"]["delivery_id"] == names[0] and again[0]["meta"]["attempt"] == 2
+    assert emitter.counts["given_up"] == 1 and emitter.marked_seq == 2
+    dead = W["_read_records"](str(tmp_path / "dead.log"))[0]
+    assert [(r[0], r[1]) for r in dead] == [(1, names[0])]
+    assert json.loads(dead[0][4])["payload"] == {"n": 1}
+    assert "given up (dead letter)" in caplog.text
+    listed = SP.list_deliveries(str(tmp_path))
+    assert [(i["delivery_id"], i["state"], i["attempts"]) for i in listed] == [
+        (names[0], "dead", 2), (names[1], "done", 1)]
+
+
+def test_a_restart_hands_over_what_was_not_acknowledged_and_counts_attempts(tmp_path):
+    names = ids(4)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path)
+    emitter.durable(4, size)
+
+    async def first_life():
+        async with Rulebook(emitter) as rb:
+            await rb.take(4)
+            await rb.ack(names[0], names[2])
+            await until(lambda: SP.read_mark(str(tmp_path)) == 1)
+    run(first_life())
+    assert SP.read_mark(str(tmp_path)) == 1
+
+    emitter = acking(tmp_path)                           # the restart: same directory, fresh process state
+    emitter.durable(4, size)
+    assert emitter.recovered == 2
+
+    async def second_life():
+        async with Rulebook(emitter) as rb:
+            again = await rb.take(2)
+            await rb.nothing_more()
+            await rb.ack(names[1], names[3])
+            await until(lambda: SP.read_mark(str(tmp_path)) == 4)
+            return again
+    again = run(second_life())
+    assert [(e["meta"]["delivery_id"], e["meta"]["attempt"]) for e in again] == [(names[1], 2), (names[3], 2)]
+    assert SP.read_mark(str(tmp_path)) == 4
+
+
+def test_the_operator_replays_a_done_and_a_dead_event(tmp_path):
+    names = ids(3)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, attempts=1, timeout=0.1)
+    emitter.durable(3, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            await rb.take(3)
+            await rb.ack(names[0], names[2])
+            await until(lambda: emitter.counts["given_up"] == 1)   # names[1] times out with 1 attempt: dead
+            SP.request_redo(str(tmp_path), [names[0], names[1]])
+            replayed = await rb.take(2)
+            await rb.ack(names[0], names[1])
+            return replayed
+    replayed = run(scenario())
+    assert sorted((e["meta"]["delivery_id"], e["meta"]["attempt"]) for e in replayed) == [
+        (names[0], 1), (names[1], 1)]
+    assert {i["state"] for i in SP.list_deliveries(str(tmp_path))} == {"done"}
+
+
+def test_a_replay_asked_while_stopped_is_handed_over_at_the_start(tmp_path):
+    names = ids(2)
+    size = write_spool(tmp_path, names)
+    (tmp_path / "emitted.log").write_bytes(b"2\n")        # both done before
+    SP.request_redo(str(tmp_path), [names[0]])
+    emitter = acking(tmp_path)
+    emitter.durable(2, size)
+    assert emitter.recovered == 1
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            event = await rb.take(1)
+            await rb.nothing_more()
+            return event
+    assert run(scenario())[0]["meta"]["delivery_id"] == names[0]
+
+
+def test_rotation_compacts_the_journal_but_keeps_dead_letters(tmp_path):
+    names = ids(3)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, attempts=1, timeout=0.1)
+    emitter.durable(3, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            await rb.take(3)
+            await rb.ack(names[0], names[2])
+            await until(lambda: emitter.counts["given_up"] == 1 and emitter.marked_seq == 3)   # names[1]: dead
+            await until(lambda: SP.read_mark(str(tmp_path)) == 3)
+            os.replace(tmp_path / "spool.log", tmp_path / "spool.log.1")
+            emitter.rotated()
+            await rb.ack(names[0])                       # a late duplicate acknowledgement
+    run(scenario())
+    entries = SP.parse_journal((tmp_path / "processing.log").read_bytes())
+    # the acknowledgements of done events went, the dead letter stayed; the late one is new
+    assert [(e[0], e[1]) for e in entries] == [("dead", names[1]), ("ack", names[0])]
+    assert [i["state"] for i in SP.list_deliveries(str(tmp_path))] == ["done", "dead", "done"]
+
+
+def test_with_acknowledgements_off_a_replay_is_handed_over_once(tmp_path):
+    names = ids(2)
+    size = write_spool(tmp_path, names)
+    emitter = W["Emitter"](str(tmp_path), 0)
+    emitter.journal_interval = 0.01
+    emitter.read_mark()
+    emitter.recover()
+    emitter.durable(2, size)
+
+    async def scenario():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(emitter.run(queue))
+        first = [await asyncio.wait_for(queue.get(), 5) for dummy in range(2)]
+        SP.request_redo(str(tmp_path), [names[1]])
+        again = await asyncio.wait_for(queue.get(), 5)
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await emitter.stop()
+        return first, again
+    first, again = run(scenario())
+    assert "attempt" not in first[0]["meta"] and again["meta"]["delivery_id"] == names[1]
+    assert SP.list_deliveries(str(tmp_path))[1]["state"] == "done"          # ack ... handover
+
+
+# -- acknowledgements over HTTPS: the receiver's endpoint ------------------------------------------
+
+ACK_TOKEN = "unit-ack-token-0123456789abcdef0123456789"
+
+
+async def post_ack(receiver, body, token=ACK_TOKEN, length=None):
+    payload = streams.StreamReader(mock.Mock(), 2 ** 16, loop=asyncio.get_running_loop())
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    payload.feed_data(data)
+    payload.feed_eof()
+    headers = {"Content-Length": str(len(data) if length is None else length), "Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = "Bearer " + token
+    response = await receiver.acknowledge(make_mocked_request("POST", "/_wpcloud/ack", headers=headers,
+                                                              payload=payload))
+    return response.status, response.text.strip()
+
+
+def test_ack_endpoint(tmp_path):
+    receiver = make_receiver(tmp_path)
+    receiver.ack_token = ACK_TOKEN.encode()
+    stored = documented_id(TS, "5a1t" * 8)
+
+    async def scenario():
+        assert (await deliver(receiver, signed()))[0] == 200
+        return [
+            await post_ack(receiver, {"delivery_id": stored}, token=None),
+            await post_ack(receiver, {"delivery_id": stored}, token="wrong-token"),
+            await post_ack(receiver, {"delivery_id": "sig-12"}),
+            await post_ack(receiver, b"{not json"),
+            await post_ack(receiver, {"delivery_id": stored}, length=5000),
+            await post_ack(receiver, {"delivery_id": "sig-" + "f" * 32}),
+            await post_ack(receiver, {"delivery_id": stored}),
+            await post_ack(receiver, {"delivery_id": stored}),
+        ]
+    answers = run(scenario())
+    assert [a[0] for a in answers] == [401, 401, 400, 400, 413, 404, 200, 200]
+    assert json.loads(answers[6][1]) == {"delivery_id": stored, "recorded": True}
+    assert json.loads(answers[7][1]) == {"delivery_id": stored, "recorded": False}
+    entries = SP.parse_journal((tmp_path / "spool" / "processing.log").read_bytes())
+    assert [(e[0], e[1], e[5]) for e in entries] == [("ack", stored, "http")]
+    assert receiver.spool.stats["acks"] == 2 and ACK_TOKEN not in json.dumps(receiver.spool.stats)
+
+
+def test_ack_endpoint_is_off_without_a_token(tmp_path):
+    receiver = make_receiver(tmp_path)
+    assert run(post_ack(receiver, {"delivery_id": "sig-" + "f" * 32}))[0] == 404
+
+
+def test_ack_route_comes_before_the_delivery_route(tmp_path):
+    receiver = make_receiver(tmp_path)
+    routes = [(r.method, r.resource.canonical) for r in receiver.app().router.routes()]
+    assert routes.index(("POST", "/_wpcloud/ack")) < routes.index(("POST", "/{endpoint}"))
+
+
+# -- secrets out of the actions' environment, and the new options ---------------------------------------
+
+def test_secrets_are_taken_out_of_the_environment(monkeypatch):
+    monkeypatch.setenv("WPCLOUD_WEBHOOK_HMAC_KEYS", KEY)
+    monkeypatch.setenv("WPCLOUD_WEBHOOK_HMAC_KEY", OLD_KEY)
+    monkeypatch.setenv("WPCLOUD_WEBHOOK_ACK_TOKEN", ACK_TOKEN)
+    assert W["_keys_from_args"]({}) == [KEY] and W["_ack_token_from_args"]({}) == ACK_TOKEN
+    assert sorted(W["_forget_secrets_in_environment"]()) == ["WPCLOUD_WEBHOOK_ACK_TOKEN", "WPCLOUD_WEBHOOK_HMAC_KEY",
+                                                             "WPCLOUD_WEBHOOK_HMAC_KEYS"]
+    for name in ("WPCLOUD_WEBHOOK_HMAC_KEYS", "WPCLOUD_WEBHOOK_HMAC_KEY", "WPCLOUD_WEBHOOK_ACK_TOKEN"):
+        assert name not in os.environ
+    assert W["_forget_secrets_in_environment"]() == []
+
+
+def test_main_takes_the_key_out_of_the_environment_even_when_it_refuses_to_start(monkeypatch):
+    monkeypatch.setenv("WPCLOUD_WEBHOOK_HMAC_KEYS", KEY)
+    with pytest.raises(ValueError, match="port must be"):
+        run(W["main"](asyncio.Queue(), {"port": 0}))
+    assert "WPCLOUD_WEBHOOK_HMAC_KEYS" not in os.environ
+
+
+@pytest.mark.parametrize("args,message", [
+    ({"port": 1, "ack_timeout": -1}, "ack_timeout must be a number of seconds (0: acknowledgements off)"),
+    ({"port": 1, "ack_timeout": "soon"}, "ack_timeout must be a number of seconds"),
+    ({"port": 1, "max_unacked": 0}, "max_unacked must be a positive integer"),
+    ({"port": 1, "max_attempts": "x"}, "max_attempts must be a positive integer"),
+    ({"port": 1, "ack_url": "eda.example.com/ack"}, "ack_url must be the URL actions reach"),
+])
+def test_acknowledgement_options_are_checked(args, message):
+    with pytest.raises(ValueError) as exc:
+        W["_check_args"](args)
+    assert message in str(exc.value)
+
+
+def test_a_weak_ack_token_is_refused_without_echoing_it():
+    with pytest.raises(ValueError) as exc:
+        W["_ack_token_from_args"]({"ack_token": "short-token"})
+    assert "ack_token (or WPCLOUD_WEBHOOK_ACK_TOKEN) is too weak" in str(exc.value)
+    assert "short-token" not in str(exc.value)
+
+
+def test_the_emitter_follows_ack_timeout(tmp_path):
+    assert type(W["_emitter"]({"ack_timeout": 0}, str(tmp_path))).__name__ == "Emitter"
+    emitter = W["_emitter"]({"ack_timeout": "30", "max_unacked": "4", "max_attempts": 2}, str(tmp_path))
+    assert (type(emitter).__name__, emitter.ack_timeout, emitter.max_unacked, emitter.max_attempts) == (
+        "AckingEmitter", 30.0, 4, 2)
+    assert W["_emitter"]({}, str(tmp_path)).ack_timeout == 600
+
+
+def test_receiver_config_carries_the_ack_token_only_in_its_own_field(tmp_path):
+    emitter = W["Emitter"](str(tmp_path), 0)
+    config = W["_receiver_config"]({"port": 1, "ack_token": ACK_TOKEN}, [KEY], str(tmp_path), emitter, ACK_TOKEN)
+    assert config["ack_token"] == ACK_TOKEN and "ack_token" not in config["args"]
+
+
+# -- the operator command ------------------------------------------------------------------------------
+
+def operator(capsys, *argv):
+    code = W["_operator_main"](list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_operator_command_lists_replays_and_dismisses(tmp_path, capsys):
+    names = ids(3)
+    write_spool(tmp_path, names)
+    (tmp_path / "emitted.log").write_bytes(b"1\n")
+    SP.append_journal(str(tmp_path / "processing.log"), SP.journal_line("dead", names[2], 3, 5))
+    code, out, err = operator(capsys, "list", "--spool-dir", str(tmp_path), "--json")
+    assert code == 0 and "3 deliveries listed (1 dead, 1 done, 1 stored)" in err
+    assert [json.loads(line)["state"] for line in out.splitlines()] == ["done", "stored", "dead"]
+    code, out, err = operator(capsys, "replay", "--spool-dir", str(tmp_path), "--state", "dead")
+    assert code == 0 and names[2] in out and "1 delivery asked to be handed over again" in err
+    code, out, err = operator(capsys, "list", "--spool-dir", str(tmp_path), "--id", names[2])
+    assert "replay" in out
+    code, out, err = operator(capsys, "ack", "--spool-dir", str(tmp_path), "--id", names[1], "--id", names[0])
+    assert code == 0 and "1 delivery marked done" in err           # names[0] already was done
+    assert [i["state"] for i in SP.list_deliveries(str(tmp_path))] == ["done", "done", "replay"]
+    code, out, err = operator(capsys, "replay", "--spool-dir", str(tmp_path), "--id", "sig-" + "9" * 32)
+    assert code == 1 and "not in the spool: sig-" in err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["replay"], "replay needs a selector (--id, --since, --until, --state, --event) or --all"),
+    (["list", "--id", "sig-1"], "--id sig-1 is not a delivery id"),
+    (["list", "--since", "yesterday"], "--since/--until: 'yesterday' is neither an ISO 8601 time"),
+])
+def test_operator_command_refusals(tmp_path, capsys, argv, message):
+    write_spool(tmp_path, ids(1))
+    with pytest.raises(SystemExit) as exc:
+        W["_operator_main"]([argv[0], "--spool-dir", str(tmp_path)] + argv[1:])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_operator_command_needs_a_spool(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        W["_operator_main"](["list", "--spool-dir", str(tmp_path / "nothing")])
+    assert "not the spool_dir of a wpcloud.hosting.webhook source" in capsys.readouterr().err
