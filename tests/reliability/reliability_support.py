@@ -28,6 +28,8 @@ for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from webhook_harness import wait_for  # noqa: E402,F401  (the one harness's; rs.wait_for in the tests)
+
 # Figures for the final table, filled in by the tests (None: the test that measures it did not run).
 SUMMARY = {
     "secret_occurrences": None,
@@ -311,11 +313,3 @@ def writes(log, endpoint=None):
     return [e for e in log if e.get("write") and (endpoint is None or e["endpoint"] == endpoint)]
 
 
-def wait_for(predicate, timeout, interval=0.05, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))

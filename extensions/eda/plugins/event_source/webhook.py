@@ -1172,32 +1172,34 @@ class Emitter:
         durable_offset = _read_records(self.path)[1]
         durable_seq = 0
         pending = 0
-        for seq, delivery_id, _fp, _end, event in _read_records(self.old_path)[0]:
+
+        def not_emitted(seq, delivery_id, event) -> bool:
+            """Sort one stored record, the same way in the rotated and the current file: past the
+            mark it is still to be emitted (a replay asked for it is settled as it goes); before
+            the mark only a replay asked for brings it back."""
+            nonlocal pending
             if seq > hw:
-                self.carry.append((seq, delivery_id, None, event))
                 pending += self._counts_as_pending(delivery_id)
                 if delivery_id in redo:
                     ahead.append(delivery_id)
                     redo.discard(delivery_id)
-            elif delivery_id in redo:
+                return True
+            if delivery_id in redo:
                 self.replays.append((seq, delivery_id, event))
                 redo.discard(delivery_id)
+            return False
+
+        for seq, delivery_id, _fp, _end, event in _read_records(self.old_path)[0]:
+            if not_emitted(seq, delivery_id, event):
+                self.carry.append((seq, delivery_id, None, event))
         self.read_offset = durable_offset
         start = 0
         first = True
         for seq, delivery_id, _fp, end, event in _read_records(self.path, 0, durable_offset)[0]:
             durable_seq = seq
-            if seq > hw:
-                if first:
-                    self.read_offset = start
-                    first = False
-                pending += self._counts_as_pending(delivery_id)
-                if delivery_id in redo:
-                    ahead.append(delivery_id)
-                    redo.discard(delivery_id)
-            elif delivery_id in redo:
-                self.replays.append((seq, delivery_id, event))
-                redo.discard(delivery_id)
+            if not_emitted(seq, delivery_id, event) and first:
+                self.read_offset = start
+                first = False
             start = end
         if redo:                  # given up and rotated out of the spool: the copy in dead.log
             for seq, delivery_id, _fp, _end, event in _read_records(self.dead_path)[0]:
