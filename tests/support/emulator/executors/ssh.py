@@ -626,7 +626,9 @@ class SSHExecutor(Executor):
         if status != 0:
             remote = bridge.stderr.decode("utf-8", "replace").strip().splitlines()
             local = stderr.decode("utf-8", "replace").strip().splitlines()
-            for line in (remote + local)[-4:]:
+            # Both ends' last words: the remote's "command not found" must not be pushed out by the
+            # local rsync's protocol errors that follow it.
+            for line in remote[-2:] + local[-2:]:
                 ticket.add_message(line)
             ticket.add_message(M.FILE_COPY_FAILED)
             raise _Failed()
