@@ -89,8 +89,9 @@ def test_playbooks_acknowledge_into_the_spool_and_over_https(tls, tmp_path):
         wh.wait_for(lambda: wh.healthz(url, tls["ca"])["backlog"] == 0, 10, 0.1, "everything done")
 
         failures = ack_playbook(tmp_path / "fail.yml", [
-            {"name": "wrong token", "wpcloud.hosting.webhook_ack": {"event": "{{ events[0] }}", "via": "http",
-                                                                   "token": "wrong-token-0123456789abcdef0123456789"},
+            {"name": "wrong token",
+             "wpcloud.hosting.webhook_ack": {"event": "{{ events[0] }}", "via": "http",
+                                             "token": "wrong-token-0123456789abcdef0123456789"},
              "ignore_errors": True, "register": "wrong"},
             {"name": "unknown delivery", "wpcloud.hosting.webhook_ack": {
                 "delivery_id": "sig-" + "e" * 32, "url": url + "/_wpcloud/ack"}, "ignore_errors": True,
@@ -284,4 +285,3 @@ def test_the_sample_playbooks_end_with_the_acknowledgement():
     for name in ("on_site_provisioned.yml", "record_webhook_event.yml"):
         play = yaml.safe_load((ROOT / "playbooks" / name).read_text())[0]
         assert play["tasks"][-1].get("wpcloud.hosting.webhook_ack") == {"event": "{{ wpcloud_event }}"}, name
-
