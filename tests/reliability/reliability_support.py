@@ -311,5 +311,3 @@ def dump_request_log(emu, out_dir, name):
 
 def writes(log, endpoint=None):
     return [e for e in log if e.get("write") and (endpoint is None or e["endpoint"] == endpoint)]
-
-
