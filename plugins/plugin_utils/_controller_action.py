@@ -25,14 +25,12 @@ import importlib
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import no_log_values
 
 display = Display()
 
@@ -92,12 +90,9 @@ class ControllerModuleAction(ActionBase):
 
         outcome = self._run_logic(fqcn, module_file, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
-        result.update(ctx.secrets.mask(outcome))
         if _inject_invocation(task_vars):
-            # The invocation is ansible-core's own report: shown exactly as the classic module path
-            # shows it (a no_log option's value as VALUE_SPECIFIED_IN_NO_LOG_PARAMETER).
-            no_log = no_log_values(module_file.MODULE_SPEC["argument_spec"], params)
-            result["invocation"] = {"module_args": remove_values(params, no_log)}
+            outcome["invocation"] = {"module_args": params}
+        result.update(ctx.secrets.mask(outcome))
         return result
 
     def _check_mode_nulls(self, module_file, args):
