@@ -10,11 +10,13 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 What it owns: the operation table (method and path of every call, and whether it writes), the
 ``{message, data}`` envelope, one error type, and the retry rules:
 
-* reads retry on connection errors, read timeouts, 429 (honouring Retry-After), 502, 503, 504;
-* writes are repeated only when they provably did not take effect: the connection was refused or
-  timed out before anything was sent, or the service answered 429;
-* a write whose effect is unknown (read timeout, reset after sending, 500/502/503/504) is never
-  repeated: the error says so and the modules, which read state first, converge on a re-run.
+* reads are safe to repeat: they retry on connection errors, resets, read timeouts, 429 and every
+  5xx, with capped exponential backoff and jitter, honouring Retry-After, within ``retry_timeout``;
+* writes are repeated here only when they provably did not take effect: the connection was refused
+  or timed out before anything was sent, or the service answered 429;
+* a write whose effect is unknown (read timeout, reset after sending, any 5xx) is never repeated
+  here: the error says ``effect: unknown`` and the module resolves it by reading the state the write
+  would have changed (module_utils/_uncertain.py).
 
 Credentials never travel in a URL: operations that carry parameters use form bodies.
 """
@@ -85,7 +87,7 @@ OPERATIONS = {
 MISSING_KEY = ("api_key is required: set the api_key option (once per play with module_defaults for "
                "group/wpcloud.hosting.all) or the WPCLOUD_API_KEY environment variable on the controller.")
 
-RETRY_STATUS_READ = frozenset((429, 502, 503, 504))
+RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))
 RETRY_STATUS_WRITE = frozenset((429,))
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
@@ -361,7 +363,7 @@ class WPCloudClient(object):
                 error = self._status_error(operation, kind, resp.status_code, message, data, attempt)
                 if resp.status_code not in retry_status:
                     raise error
-                delay = _retry_after(resp.headers) if resp.status_code == 429 else None
+                delay = _retry_after(resp.headers)
             finally:
                 if kind == WRITE:
                     session.close()

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import WRITE_ONLY_KEYS
 from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
     MIN_KEY_DISTINCT,
@@ -102,19 +103,49 @@ def _read(client, params):
     return True, value
 
 
-def _write(client, params, exists, value):
-    """add when absent, update when present; cope with either guess being wrong."""
+def _write(client, params, exists, value, uncertain):
+    """add when absent, update when present; cope with either guess being wrong. A write whose effect
+    is unknown is resolved by reading the key (write_once); the write-only key cannot be read back, so
+    once it existed before, setting the same value again is the resolution (it is idempotent)."""
     path = dict(client=params["client"], key=params["key"])
     first, second = ("client_meta.update", "client_meta.add") if exists else ("client_meta.add", "client_meta.update")
-    try:
+
+    def send():
         resp = client.call(first, params={"value": value}, accept_status=(404, 409), **path)
         if resp.status in (404, 409):
             # add on an existing key (409) or update on a missing one (404): the other verb applies.
             client.call(second, params={"value": value}, **path)
             return second.split(".")[1]
+        return first.split(".")[1]
+
+    def happened():
+        present, current = _read(client, params)
+        if params["key"] in WRITE_ONLY_KEYS:
+            return "add" if present and not exists else None
+        return first.split(".")[1] if present and current == value else None
+
+    try:
+        return write_once(first, send, happened, uncertain, "client metadata %s" % params["key"])
     except WPCloudAPIError as exc:
-        raise api_failure(exc, "Writing client metadata %s" % params["key"])
-    return first.split(".")[1]
+        failure = api_failure(exc, "Writing client metadata %s" % params["key"])
+        failure.details["uncertain"] = uncertain
+        raise failure
+
+
+def _remove(client, params, uncertain):
+    def send():
+        client.call("client_meta.remove", accept_status=(404,), client=params["client"], key=params["key"])
+        return "remove"
+
+    def happened():
+        return "remove" if not _read(client, params)[0] else None
+
+    try:
+        return write_once("client_meta.remove", send, happened, uncertain, "client metadata %s" % params["key"])
+    except WPCloudAPIError as exc:
+        failure = api_failure(exc, "Removing client metadata %s" % params["key"])
+        failure.details["uncertain"] = uncertain
+        raise failure
 
 
 def run(params, ctx):
@@ -123,6 +154,7 @@ def run(params, ctx):
     secret = key in WRITE_ONLY_KEYS or params.get("secret_value") is not None
     client = ctx.client()
     exists, current = _read(client, params)
+    uncertain = []
 
     result = dict(changed=False, client=params["client"], key=key, state=params["state"], operation="none")
     if params["state"] == "present":
@@ -141,15 +173,14 @@ def run(params, ctx):
             result["changed"] = True
             result["operation"] = "update" if exists else "add"
             if not ctx.check_mode:
-                result["operation"] = _write(client, params, exists, desired)
+                result["operation"] = _write(client, params, exists, desired, uncertain)
     elif exists:
         result["changed"] = True
         result["operation"] = "remove"
         if not ctx.check_mode:
-            try:
-                client.call("client_meta.remove", accept_status=(404,), client=params["client"], key=key)
-            except WPCloudAPIError as exc:
-                raise api_failure(exc, "Removing client metadata %s" % key)
+            _remove(client, params, uncertain)
+    if uncertain:
+        result["uncertain"] = uncertain
 
     present_after = params["state"] == "present"
     if secret:

@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, validate_host, validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
@@ -292,16 +293,32 @@ def _run_one(params, ctx):
             result["diff"] = {"before": {}, "after": dict(_desired_plain(params, create=True), auth=desired_auth)}
         if ctx.check_mode:
             return result, None
-        try:
+        uncertain = []
+
+        def send():
             resp = client.call("migration.create", params=form, site=result["site"])
+            data = resp.data if isinstance(resp.data, dict) else {}
+            if migration_id_of(data) is None:
+                raise ModuleFailure("The service created a migration but returned no migration-id; read it from "
+                                    "the site's allow_site_migration with wpcloud.hosting.migration_info.",
+                                    failure={"operation": "migration.create", "message": resp.message})
+            return data
+
+        def happened():
+            # The site's allow_site_migration holds the migration's ID once one exists.
+            attached = read_allow_site_migration(client, result["site"])[1]
+            return {"migration-id": attached} if attached is not None else None
+
+        try:
+            data = write_once("migration.create", send, happened, uncertain,
+                              "the migration of site %s" % result["site"])
         except WPCloudAPIError as exc:
-            raise api_failure(exc, "Creating a migration for site %s" % result["site"])
-        data = resp.data if isinstance(resp.data, dict) else {}
+            failure = api_failure(exc, "Creating a migration for site %s" % result["site"])
+            failure.details["uncertain"] = uncertain
+            raise failure
+        if uncertain:
+            result["uncertain"] = uncertain
         migration_id = migration_id_of(data)
-        if migration_id is None:
-            raise ModuleFailure("The service created a migration but returned no migration-id; read it from the "
-                                "site's allow_site_migration with wpcloud.hosting.migration_info.",
-                                failure={"operation": "migration.create", "message": resp.message})
         if params.get("state_file"):
             # Recorded before anything else can fail, so that a re-run manages this migration.
             write_state_file(params["state_file"], result["site"], migration_id, ssh_id_fingerprint=fingerprint)

@@ -85,6 +85,8 @@ class Ticket(object):
         self.messages = None
         self.error = None
         self.error_status = None
+        self.last_error = None
+        self.failed_polls = 0
 
     @property
     def done(self):
@@ -113,6 +115,9 @@ class Ticket(object):
             result["messages"] = self.messages
         if self.error is not None:
             result["error"] = self.error
+        if self.failed_polls:
+            result["failed_polls"] = self.failed_polls
+            result["last_poll_error"] = self.last_error
         return result
 
 
@@ -130,6 +135,12 @@ def poll_ticket(client, ticket, clock=None):
     try:
         resp = client.call("ticket.summary", params={TICKET_ID_PARAM: ticket.ticket_id})
     except WPCloudAPIError as exc:
+        if exc.retry_safe:
+            # A read the client could not get through (any 5xx, a reset, a timeout): the ticket is
+            # polled again next round; only the wait's deadline ends it.
+            ticket.last_error = exc.message
+            ticket.failed_polls += 1
+            return
         ticket.error = _ticket_error(exc, ticket.ticket_id)
         ticket.error_status = exc.status
         return

@@ -30,11 +30,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
     wait_for_tickets,
     wait_summary,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ACTIVE_STATES,
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
+    PREFLIGHT_STARTED_STATES,
     PREFLIGHT_SUCCEEDED,
+    RUN_STARTED_STATES,
     RUN_TERMINAL_STATES,
     RUNNING_STATES,
     TICKET_FAILURE,
@@ -59,6 +62,8 @@ class MigrationRun(object):
         self.polls = 0
         self.completed_at = None
         self.error = None
+        self.last_error = None
+        self.failed_polls = 0
 
     @property
     def done(self):
@@ -79,6 +84,9 @@ class MigrationRun(object):
                   "elapsed": round(end - self.started, 3), "polls": self.polls}
         if self.error is not None:
             result["error"] = self.error
+        if self.failed_polls:
+            result["failed_polls"] = self.failed_polls
+            result["last_poll_error"] = self.last_error
         return result
 
 
@@ -87,6 +95,10 @@ def poll_migration(client, run, clock=None):
     try:
         record = read_migration(client, run.migration_id)
     except WPCloudAPIError as exc:
+        if exc.retry_safe:
+            run.failed_polls += 1          # read again next round; only the deadline ends the wait
+            run.last_error = exc.message
+            return
         run.error = exc.message
         return
     if record is None:
@@ -142,22 +154,49 @@ def _check_migration_id(params, ctx, would):
     return None
 
 
-def _start(client, operation, migration_id, what):
-    try:
+# A start that took effect although its answer was lost: no ticket, the migration's state is followed.
+FOLLOW = object()
+
+
+def _start(client, operation, migration_id, what, before, started_states, result):
+    """Start a preflight or a run; its ticket ID. When the start's answer was lost and a read of the
+    migration shows that it took effect, there is no ticket to wait on: None, and ``result`` says to
+    follow the migration's state (``already_running``)."""
+    uncertain = []
+
+    def send():
         resp = client.call(operation, migration_id=migration_id)
+        ticket_id = _ticket_id_of(resp.data)
+        if ticket_id is None:
+            raise ModuleFailure("The service started %s for migration %s but returned no response ticket ID."
+                                % (what, migration_id), failure={"operation": operation, "message": resp.message})
+        return ticket_id
+
+    def happened():
+        record = read_migration(client, migration_id) or {}
+        state = record_state(record)
+        moved = state != record_state(before) or record.get("updated") != before.get("updated")
+        return FOLLOW if state in started_states and (moved or state in ACTIVE_STATES) else None
+
+    try:
+        outcome = write_once(operation, send, happened, uncertain, "%s of migration %s" % (what, migration_id))
     except WPCloudAPIError as exc:
         if exc.status == 404:
             raise ModuleFailure("migration_id %s was not found (HTTP 404)." % migration_id, failure=exc.to_dict())
         if exc.status == 409:
             raise ModuleFailure("The service refused to start %s for migration %s (HTTP 409: %s). A run is "
                                 "probably active: wait for it to finish." % (what, migration_id, exc.api_message),
-                                failure=exc.to_dict())
-        raise api_failure(exc, "Starting %s for migration %s" % (what, migration_id))
-    ticket_id = _ticket_id_of(resp.data)
-    if ticket_id is None:
-        raise ModuleFailure("The service started %s for migration %s but returned no response ticket ID."
-                            % (what, migration_id), failure={"operation": operation, "message": resp.message})
-    return ticket_id
+                                failure=exc.to_dict(), uncertain=uncertain)
+        failure = api_failure(exc, "Starting %s for migration %s" % (what, migration_id))
+        failure.details["uncertain"] = uncertain
+        raise failure
+    if uncertain:
+        result["uncertain"] = uncertain
+    if outcome is FOLLOW:
+        result.update(already_running=True, msg="the start of %s was uncertain and a read showed it took effect; "
+                                                "followed by the migration's state" % what)
+        return None
+    return outcome
 
 
 def _judge_ticket(entry, timed_out, params, what):
@@ -210,13 +249,16 @@ def _wait(client, results, params, what, progress):
         if runs is not None:
             followed, timed_out = runs.result()
             for result, run in zip(running, followed):
-                _fold(result, lambda r=run, t=timed_out, res=result: _ended(res, _judge_run(r, t, params)))
+                _fold(result, lambda r=run, t=timed_out, res=result: _ended(res, _judge_run(r, t, params), what))
 
 
-def _ended(result, state):
-    if state != MIGRATION_SUCCEEDED:
+def _ended(result, state, what):
+    """A start followed by the migration's state: a run that was already active, or a start whose
+    answer was lost but took effect."""
+    succeeded = PREFLIGHT_SUCCEEDED if what == "preflight" else MIGRATION_SUCCEEDED
+    if state != succeeded:
         details = dict((k, v) for k, v in result.items() if k not in ("msg", "failed"))
-        raise ModuleFailure("The migration run that was already active ended in state %s." % state,
+        raise ModuleFailure("The %s followed by its migration's state ended in state %s." % (what, state),
                             **dict(details, state=state))
     return {"state": state}
 
@@ -235,7 +277,8 @@ def _start_preflight(params, ctx):
         return pretended
     client = ctx.client()
     # Read first: an unknown migration or an active run is refused here, without a write call.
-    state = record_state(get_migration(client, params["migration_id"]))
+    record = get_migration(client, params["migration_id"])
+    state = record_state(record)
     if state in RUNNING_STATES:
         raise ModuleFailure("migration %s is running (state %s): a preflight cannot start until the run ends. Wait "
                             "for it with wpcloud.hosting.response_ticket_wait (migration_ids)."
@@ -244,7 +287,8 @@ def _start_preflight(params, ctx):
     if ctx.check_mode:
         result["msg"] = "check mode: preflight would be started"
         return result
-    result["ticket_id"] = _start(client, "migration.preflight", params["migration_id"], "preflight")
+    result["ticket_id"] = _start(client, "migration.preflight", params["migration_id"], "preflight", record,
+                                 PREFLIGHT_STARTED_STATES, result)
     return result
 
 
@@ -254,7 +298,8 @@ def _start_ready(params, ctx):
         return pretended
     client = ctx.client()
     migration_id = params["migration_id"]
-    state = record_state(get_migration(client, migration_id))
+    record = get_migration(client, migration_id)
+    state = record_state(record)
     result = dict(changed=False, migration_id=migration_id, ticket_id=None, state_before=state)
     if state in RUNNING_STATES:
         # Never start a second run. Its ticket is not known here (for example after an interrupted
@@ -277,7 +322,8 @@ def _start_ready(params, ctx):
     if ctx.check_mode:
         result["msg"] = "check mode: the run would be started (it overwrites the destination's files and database)"
         return result
-    result["ticket_id"] = _start(client, "migration.ready", migration_id, "the migration run")
+    result["ticket_id"] = _start(client, "migration.ready", migration_id, "the migration run", record,
+                                 RUN_STARTED_STATES, result)
     return result
 
 

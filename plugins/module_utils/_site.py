@@ -14,6 +14,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._args import valid
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,
@@ -59,11 +60,25 @@ def run_allow(params, ctx):
         result["changed"] = True
         result["ready"] = True
         if not ctx.check_mode:
-            try:
+            uncertain = []
+
+            def send():
                 resp = client.call("site.allow_migration", site=site)
+                return resp.data if isinstance(resp.data, dict) else {}
+
+            def happened():
+                now_enabled, attached = read_allow_site_migration(client, site)
+                return {"ready_for_migration": attached is None} if now_enabled else None
+
+            try:
+                data = write_once("site.allow_migration", send, happened, uncertain,
+                                  "allow_site_migration of site %s" % site)
             except WPCloudAPIError as exc:
-                raise api_failure(exc, "Allowing a migration into site %s" % site)
-            data = resp.data if isinstance(resp.data, dict) else {}
+                failure = api_failure(exc, "Allowing a migration into site %s" % site)
+                failure.details["uncertain"] = uncertain
+                raise failure
+            if uncertain:
+                result["uncertain"] = uncertain
             result["ready"] = bool(data.get("ready_for_migration", True))
             if not result["ready"]:
                 # The service says a migration is attached already: report which one.

@@ -47,6 +47,10 @@ ACTIVE_STATES = frozenset([PREFLIGHT_RUNNING, MIGRATION_RUNNING])
 RUN_TERMINAL_STATES = frozenset([MIGRATION_SUCCEEDED, MIGRATION_FAILED])
 # The last preflight or run failed.
 FAILED_STATES = frozenset([PREFLIGHT_FAILED, MIGRATION_FAILED])
+# Where a started preflight / run leaves the migration: how a read tells whether a start whose
+# answer was lost took effect.
+PREFLIGHT_STARTED_STATES = frozenset([PREFLIGHT_RUNNING, PREFLIGHT_SUCCEEDED, PREFLIGHT_FAILED])
+RUN_STARTED_STATES = frozenset([MIGRATION_RUNNING, MIGRATION_SUCCEEDED, MIGRATION_FAILED])
 
 # Module option -> the service's parameter name. The one place where the names are mapped.
 FIELD_NAMES = {

@@ -164,6 +164,13 @@ class FakeService(object):
         return [c["operation"] for c in self.log]
 
     # -- the transport side ------------------------------------------------------------------------------
+    def _faulted(self, request, entry, fault):
+        entry["status"] = fault["status"]
+        headers = {"Retry-After": str(fault["retry_after"])} if fault["retry_after"] is not None else {}
+        if fault["body"] is not None:
+            return self._response(request, fault["status"], raw=fault["body"], headers=headers)
+        return self._response(request, fault["status"], "fault", [], headers)
+
     def handle(self, request):
         parts = urlsplit(request.url)
         assert parts.path.startswith(API_PREFIX), parts.path
@@ -183,12 +190,8 @@ class FakeService(object):
         if fault and fault["error"] and not fault["after"]:
             entry["status"] = fault["error"]
             raise network_error(fault["error"], request.url)
-        if fault and fault["status"]:
-            entry["status"] = fault["status"]
-            headers = {"Retry-After": str(fault["retry_after"])} if fault["retry_after"] is not None else {}
-            if fault["body"] is not None:
-                return self._response(request, fault["status"], raw=fault["body"], headers=headers)
-            return self._response(request, fault["status"], "fault", [], headers)
+        if fault and fault["status"] and not fault["after"]:
+            return self._faulted(request, entry, fault)
         if request.headers.get("Auth") != self.api_key:
             entry["status"] = 403
             return self._response(request, 403, "Forbidden: invalid API key", [])
@@ -197,6 +200,8 @@ class FakeService(object):
         if fault and fault["error"]:
             entry["status"] = fault["error"]
             raise network_error(fault["error"], request.url)
+        if fault and fault["status"]:          # applied, then answered with the fault's status
+            return self._faulted(request, entry, fault)
         if status == 202:
             return self._response(request, 202, "Accepted", None)
         return self._response(request, status, "OK" if status < 300 else "error %d" % status, data)

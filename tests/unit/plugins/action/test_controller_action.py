@@ -43,7 +43,7 @@ def run(fake_api, monkeypatch):
 
 def test_a_result_is_the_logics_and_never_holds_a_secret(fake_api, run):
     fake_api.add_site("1002", allow="true")
-    fake_api.fault("migration.get", status=500, body='{"message": "echo %s", "data": []}' % PASSWORD)
+    fake_api.fault("migration.get", status=400, body='{"message": "echo %s", "data": []}' % PASSWORD)
     result = run(MigrationAction, {"site": "1002", "remote_host": "src.example", "remote_user": "www",
                                    "remote_pass": PASSWORD})
     assert result["failed"] is True and "echo ********" in result["msg"]

@@ -165,15 +165,27 @@ def test_reads_are_retried_on_503_and_429(fake_api, client_for):
                                   ("site_meta.get", 429), ("site_meta.get", 200)]
 
 
-@pytest.mark.parametrize("status", [502, 504])
-def test_reads_are_retried_on_502_and_504_but_not_on_500(fake_api, client_for, status):
+@pytest.mark.parametrize("status", [500, 502, 504, 599])
+def test_reads_are_retried_on_every_5xx(fake_api, client_for, status):
     fake_api.add_site("1001")
     fake_api.fault("site.get", status=status)
     assert client_for().call("site.get", site="1001").status == 200
-    fake_api.fault("site.get", status=500)
+
+
+def test_a_read_that_keeps_failing_is_retry_safe_for_the_wait(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=500, count=99)
     with pytest.raises(WPCloudAPIError) as info:
         client_for().call("site.get", site="1001")
-    assert info.value.status == 500 and info.value.effect == "rejected" and not info.value.retry_safe
+    assert info.value.status == 500 and info.value.retry_safe and info.value.effect == "rejected"
+
+
+def test_retry_after_on_a_503_is_honoured(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=503, retry_after=3)
+    client = client_for()
+    client.call("site.get", site="1001")
+    assert client.slept == [3.0]
 
 
 def test_retry_after_is_honoured_and_said(fake_api, client_for):

@@ -75,7 +75,7 @@ def test_an_active_run_that_fails_fails_the_task(fake_api, run_logic, fake_time)
     fake_api.states(mid, "migration-running", "migration-failed")
     result, warnings = run_logic(migration_ready, {"migration_id": mid})
     assert isinstance(result, ModuleFailure) and result.details["state"] == "migration-failed"
-    assert result.msg == "The migration run that was already active ended in state migration-failed."
+    assert result.msg == "The migration run followed by its migration's state ended in state migration-failed."
 
 
 def test_the_list_form_starts_every_run_then_waits_on_all_at_once(fake_api, run_logic, fake_time):

@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Writes whose effect is unknown, resolved by reading: never a blind repeat.
+
+Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+
+A write whose answer was lost (a reset or a timeout after sending) or was a 5xx may or may not have
+been applied (the client raises it with ``effect: unknown`` and does not repeat it). ``write_once``
+then reads the state that write would have changed: when the read shows it happened, that is the
+outcome; only when the read proves it did not happen is the write sent again. Each such write is
+recorded for the task's result (``uncertain``), so the user sees what was in doubt and how it ended.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+
+# How many times one write may be sent in all, each repeat only after a read proved that the send
+# before it did not take effect.
+MAX_SENDS = 4
+# A pause before the resolving read: a write whose answer timed out may still be in the service's
+# hands; the read should see its outcome, not the moment before it.
+SETTLE_SECONDS = 1.0
+
+HAPPENED = "happened"
+REPEATED = "repeated"
+
+
+def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SETTLE_SECONDS):
+    """The outcome of one write.
+
+    ``send()`` makes the call and returns its outcome; ``happened()`` reads the state and returns the
+    same kind of outcome when the write took effect, else None. Reads raise as usual (the client
+    retries them). ``uncertain`` (a list) gets one entry per write whose effect was unknown:
+    ``{"write", "what", "errors", "resolved_by": "read", "outcome": happened|repeated, "sends"}``.
+    Other errors, and an unknown effect after MAX_SENDS sends, are raised.
+    """
+    entry = None
+    sends = 0
+    while True:
+        sends += 1
+        try:
+            outcome = send()
+        except WPCloudAPIError as exc:
+            if exc.effect != "unknown":
+                raise
+            if entry is None:
+                entry = {"write": operation, "what": what, "errors": [], "resolved_by": "read"}
+                uncertain.append(entry)
+            entry["errors"].append(exc.message)
+            entry["sends"] = sends
+            (sleep or time.sleep)(settle)
+            outcome = happened()
+            if outcome is not None:
+                entry["outcome"] = HAPPENED
+                return outcome
+            if sends >= MAX_SENDS:
+                entry["outcome"] = "unresolved"
+                raise
+            entry["outcome"] = REPEATED
+            continue
+        if entry is not None:
+            entry["sends"] = sends
+        return outcome
