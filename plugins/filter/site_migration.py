@@ -396,11 +396,13 @@ def _waited(step, s, r, msg, about):
     """The outcome of a preflight or run: its ticket started and waited for (or a run that was
     already active, followed by its migration's state)."""
     failed = bool(r.get("failed"))
-    resumed = bool(r.get("already_running")) if step == "run" else None
+    # Followed by the migration's state instead of a ticket: a run that was already active, or a
+    # start whose answer was lost and that a read showed had taken effect.
+    resumed = bool(r.get("already_running")) if step == "run" or r.get("already_running") else None
     ticket, seen = _ticket_seen(r, resumed)
     if failed and resumed:
-        return {"stage": DONE, "result": "run_failed" if r.get("state") in FAILED_STATES else "run_unfinished",
-                "run": seen, "message": about + " that was already running ended in state %s: %s"
+        return {"stage": DONE, "result": step + ("_failed" if r.get("state") in FAILED_STATES else "_unfinished"),
+                step: seen, "message": about + " (followed by its migration's state) ended in state %s: %s"
                 % (r.get("state") or "unknown", msg)}
     if failed and r.get("ticket_state") in TICKET_TERMINAL:     # the ticket ended, and not in success
         return {"stage": DONE, "result": step + "_failed", step: seen, "diagnosis": seen["diagnosis"],
@@ -435,6 +437,10 @@ def advance(fleet, results, upto=None):
             break        # the play ended before this step: its sites were not reached
         for site, result in _pair(step, sites, results.get(step)):
             site.update(_next(step, site, result))
+            if isinstance(result, Mapping) and result.get("uncertain"):
+                # Writes whose answer was lost, and how a read settled them (module_utils/_uncertain.py).
+                site["uncertain"] = list(site.get("uncertain") or []) + [
+                    dict(entry, step=step) for entry in result["uncertain"] if isinstance(entry, Mapping)]
     return fleet
 
 
@@ -519,6 +525,7 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
             "duration": round(float((pf or {}).get("elapsed") or 0) + float((run or {}).get("elapsed") or 0), 3),
             "result": result,
             "diagnosis": s.get("diagnosis"),
+            "uncertain": s.get("uncertain") or [],
             "message": message,
         })
     counts = {}

@@ -425,7 +425,7 @@ def test_the_vocabulary_comes_from_module_utils():
 
 REPORT_KEYS = {"generated", "sites_total", "counts", "preflight_wait_seconds", "run_wait_seconds", "refresh", "sites"}
 SITE_KEYS = {"host", "site", "site_id", "migration_id", "operation", "updated_fields", "auth", "remote",
-             "key_installed", "preflight", "run", "duration", "result", "diagnosis", "message"}
+             "key_installed", "preflight", "run", "duration", "result", "diagnosis", "uncertain", "message"}
 
 
 def test_the_report_covers_every_host_and_keeps_its_keys():
@@ -454,3 +454,30 @@ def test_a_left_alone_site_is_reported_from_what_was_read():
     assert site["result"] == "left_alone" and site["migration_id"] == 7 and site["auth"] == "password"
     assert site["remote"] == {"remote-user": "www"} and rep["refresh"] is False
     assert sm.step(fleet, "stop", done) == {"hosts": {}}
+
+
+# ----------------------------------------------------------------------------------------- uncertain writes
+
+def test_uncertain_writes_are_reported_per_site_with_their_step():
+    fleet, done = _to_preflight(2)
+    lost = {"write": "migration.create", "what": "the migration of site 1001", "errors": ["reset"],
+            "resolved_by": "read", "outcome": "happened", "sends": 1}
+    done["create"] = results(_created("1001", 7, uncertain=[lost]), _created("1002", 8))
+    done["preflight"] = results(_ticket(7, "p7"), _ticket(8, "p8"))
+    done["run"] = results(_ticket(7, "r7"), _ticket(8, "r8"))
+    rep = sm.report(fleet, ["dest0.example", "dest1.example"], done, True, generated="T")
+    assert rep["sites"][0]["uncertain"] == [dict(lost, step="create")] and rep["sites"][1]["uncertain"] == []
+    assert [s["result"] for s in rep["sites"]] == ["succeeded", "succeeded"]
+
+
+def test_a_preflight_followed_by_the_migrations_state_goes_on_to_the_run():
+    """A preflight whose start answer was lost, which a read showed had started: no ticket, the module
+    followed the migration's state (already_running)."""
+    fleet, done = _to_preflight(2)
+    done["preflight"] = results(dict(_ticket(7, None), already_running=True, state="preflight-succeeded"),
+                                dict(_ticket(8, None), already_running=True, state="preflight-failed", failed=True,
+                                     msg="The preflight followed by its migration's state ended in state "
+                                         "preflight-failed."))
+    ended = sm.advance(fleet, done, upto="run")
+    assert ended[0]["stage"] == "run" and ended[0]["preflight"]["already_running"] is True
+    assert ended[1]["result"] == "preflight_failed" and "followed by its migration's state" in ended[1]["message"]
