@@ -296,7 +296,17 @@ def _run_one(params, ctx):
         uncertain = []
 
         def send():
-            resp = client.call("migration.create", params=form, site=result["site"])
+            # A repeat (after a read proved the first send had not taken effect) that the service refuses
+            # with 409 "already holds a migration": the first send took effect after the read; read again.
+            resp = client.call("migration.create", params=form, accept_status=(409,) if uncertain else (),
+                               site=result["site"])
+            if resp.status == 409:
+                found = happened()
+                if found is not None:
+                    return found
+                raise ModuleFailure("The service refused the repeated create for site %s (HTTP 409: %s)."
+                                    % (result["site"], resp.message), failure={"operation": "migration.create",
+                                                                                "status": 409})
             data = resp.data if isinstance(resp.data, dict) else {}
             if migration_id_of(data) is None:
                 raise ModuleFailure("The service created a migration but returned no migration-id; read it from "

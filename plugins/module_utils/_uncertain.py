@@ -21,8 +21,9 @@ import time
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 
 # How many times one write may be sent in all, each repeat only after a read proved that the send
-# before it did not take effect.
-MAX_SENDS = 4
+# before it did not take effect. Under 20 % faults on every request, 8 sends leave about one write
+# in 400,000 unresolved.
+MAX_SENDS = 8
 # A pause before the resolving read: a write whose answer timed out may still be in the service's
 # hands; the read should see its outcome, not the moment before it.
 SETTLE_SECONDS = 1.0

@@ -88,6 +88,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         ("lost tickets", fig(s["lost_tickets"])),
         ("lost events", fig(s["lost_events"])),
         ("fleet: sites / playbook runs to converge", "%s / %s" % (fig(s["fleet_sites"]), fig(s["fleet_runs"]))),
+        ("fleet: uncertain writes resolved by a read", ", ".join(
+            "%s %s" % (k, v) for k, v in (s.get("fleet_uncertain_writes") or {}).items()) or "not measured"),
         ("valid delivery latency under attack (ms, max)", fig(s["attack_latency_ms"])),
         ("wall time (s)", "%.0f" % (time.monotonic() - _started)),
     ]

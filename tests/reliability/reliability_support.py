@@ -43,6 +43,7 @@ SUMMARY = {
     "hostile_cases": 0,
     "fleet_sites": None,
     "fleet_runs": None,
+    "fleet_uncertain_writes": None,
     "attack_latency_ms": None,
 }
 
