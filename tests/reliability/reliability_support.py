@@ -28,7 +28,9 @@ for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from webhook_harness import wait_for  # noqa: E402,F401  (the one harness's; rs.wait_for in the tests)
+import webhook_harness  # noqa: E402  (tests/support, on sys.path above)
+
+wait_for = webhook_harness.wait_for   # the one harness's, as rs.wait_for in the tests
 
 # Figures for the final table, filled in by the tests (None: the test that measures it did not run).
 SUMMARY = {
