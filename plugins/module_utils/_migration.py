@@ -305,8 +305,8 @@ def _run_one(params, ctx):
                 if found is not None:
                     return found
                 raise ModuleFailure("The service refused the repeated create for site %s (HTTP 409: %s)."
-                                    % (result["site"], resp.message), failure={"operation": "migration.create",
-                                                                                "status": 409})
+                                    % (result["site"], resp.message),
+                                    failure={"operation": "migration.create", "status": 409})
             data = resp.data if isinstance(resp.data, dict) else {}
             if migration_id_of(data) is None:
                 raise ModuleFailure("The service created a migration but returned no migration-id; read it from "

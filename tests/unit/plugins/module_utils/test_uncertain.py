@@ -111,7 +111,7 @@ def test_client_meta_value_is_read_back(fake_api, run_logic, fake_time, fault, s
     fake_api.fault("client_meta.add", **fault)
     result, warnings = run_logic(client_meta, {"client": "acme", "key": "webhook_url",
                                                "value": "https://hooks.example.com/wpcloud"})
-    assert result["changed"] and len([c for c in fake_api.writes]) == sends
+    assert result["changed"] and len(fake_api.writes) == sends
     assert result["uncertain"][0]["outcome"] == ("happened" if sends == 1 else "repeated")
 
 
