@@ -73,6 +73,8 @@ OPERATIONS = {
     "client_meta.get": ("GET", "client-meta/{client}/{key}/get", READ),
     "client_meta.remove": ("GET", "client-meta/{client}/{key}/remove", WRITE),
     "site.get": ("GET", "get-site/{site}", READ),
+    # All sites of the client, a page at a time (query limit, after), with one meta key as a column.
+    "site.list": ("GET", "get-sites/{client}/{key}", READ),
     "site_meta.get": ("GET", "site-meta/{site}/{key}/get", READ),
     "site.allow_migration": ("POST", "site-allow-ssh-migration/{site}", WRITE),
     "ticket.summary": ("POST", "response-ticket/get/summary", READ),

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Destination sites: reading allow_site_migration, and the site_allow_migration module logic.
+"""Destination sites: reading allow_site_migration, and the logic of site_allow_migration and site_info.
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 """
@@ -18,6 +18,9 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,
+    ALLOW_SITE_MIGRATION,
+    SITE_CREDENTIAL_FIELDS,
+    SITES_PAGE_MAX,
     as_int_or_str,
 )
 
@@ -25,13 +28,17 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
 def read_allow_site_migration(client, site):
     """Return (enabled, migration_id) for a destination site; fail clearly on an unknown site."""
     try:
-        resp = client.call("site_meta.get", accept_status=(404,), site=site, key="allow_site_migration")
+        resp = client.call("site_meta.get", accept_status=(404,), site=site, key=ALLOW_SITE_MIGRATION)
     except WPCloudAPIError as exc:
         raise api_failure(exc, "Reading allow_site_migration of site %s" % site)
     if resp.status == 404:
         raise ModuleFailure("site %s was not found (HTTP 404): check the site ID or domain." % site,
                             failure={"status": 404, "operation": "site_meta.get", "message": resp.message})
-    value = resp.data
+    return allow_value(resp.data)
+
+
+def allow_value(value):
+    """(enabled, migration_id) of an allow_site_migration value: off, on, or the ID of the migration."""
     if value is None or isinstance(value, (list, dict)) and not value or value is False:
         return False, None
     if value is True:
@@ -104,3 +111,71 @@ def _run_allow_sites(params, ctx):
     for given, result in zip(params["sites"], results):
         result.setdefault("site", given)
     return list_result(results, "sites", lambda r: "site %s" % r["site"])
+
+
+# -- site_info ----------------------------------------------------------------------------------------------
+
+def public_site(record):
+    """A site record fit to return: every credential field of the service's record left out."""
+    return dict((k, v) for k, v in (record or {}).items() if k not in SITE_CREDENTIAL_FIELDS)
+
+
+def run_info(params, ctx):
+    if params.get("site") is not None:
+        return _read_site(ctx.client(), validate_site(params["site"]))
+    return _list_sites(ctx.client(), params)
+
+
+def _read_site(client, site):
+    try:
+        resp = client.call("site.get", accept_status=(404,), site=site)
+    except WPCloudAPIError as exc:
+        if exc.status == 403:
+            raise ModuleFailure("site %s belongs to another client (HTTP 403): check site and the API key."
+                                % site, failure=exc.to_dict())
+        raise api_failure(exc, "Reading site %s" % site)
+    if resp.status == 404:
+        return dict(changed=False, exists=False, site=site)
+    record = public_site(resp.data if isinstance(resp.data, dict) else {})
+    enabled, migration_id = read_allow_site_migration(client, site)
+    return dict(changed=False, exists=True, site=site, site_id=as_int_or_str(record.get("atomic_site_id")),
+                domain=record.get("domain_name"), allow_site_migration=enabled, migration_id=migration_id,
+                record=record)
+
+
+def _listed(entry):
+    enabled, migration_id = allow_value(entry.get(ALLOW_SITE_MIGRATION))
+    listed = {"site_id": as_int_or_str(entry.get("atomic_site_id")), "domain": entry.get("domain_name"),
+              "allow_site_migration": enabled, "migration_id": migration_id}
+    listed.update((k, v) for k, v in public_site(entry).items()
+                  if k not in ("atomic_site_id", "domain_name", ALLOW_SITE_MIGRATION))
+    return listed
+
+
+def _list_sites(client, params):
+    """Every site of the client, page after page (``after``: the last site ID of the page before)."""
+    if not params["client"].strip():
+        raise ModuleFailure("client is empty: give the client identifier of the partner account (lowercase).")
+    limit = params["page_size"]
+    if not 1 <= limit <= SITES_PAGE_MAX:
+        raise ModuleFailure("page_size must be between 1 and %d (the service's cap per page)." % SITES_PAGE_MAX)
+    sites, after, pages = [], None, 0
+    while True:
+        query = {"limit": limit}
+        if after is not None:
+            query["after"] = after
+        try:
+            resp = client.call("site.list", params=query, client=params["client"], key=ALLOW_SITE_MIGRATION)
+        except WPCloudAPIError as exc:
+            if exc.status == 403:
+                raise ModuleFailure("client %s is not the client of this API key (HTTP 403): check client."
+                                    % params["client"], failure=exc.to_dict())
+            raise api_failure(exc, "Listing the sites of client %s" % params["client"])
+        page = [entry for entry in (resp.data if isinstance(resp.data, list) else []) if isinstance(entry, dict)]
+        pages += 1
+        sites.extend(_listed(entry) for entry in page)
+        # Only an empty page ends the list: a short page is no proof of the end (docs/api-choices.md).
+        if not page or page[-1].get("atomic_site_id") in (None, after):
+            break
+        after = page[-1]["atomic_site_id"]
+    return dict(changed=False, client=params["client"], sites=sites, count=len(sites), pages=pages)

@@ -85,11 +85,21 @@ UNREADABLE = "error"
 
 # -- sites and client metadata ------------------------------------------------------------------------------
 
+# The site meta key that allows an incoming migration and then holds the migration's ID (spec 2.2).
+ALLOW_SITE_MIGRATION = "allow_site_migration"
 # Values of a site's allow_site_migration that mean "enabled, no migration attached", and "not enabled".
 # How the service spells the flag is not documented (a public SDK sends "true"); anything else non-empty
 # is taken as a migration ID.
 ALLOW_FLAG_VALUES = frozenset(["true", "1", "yes", "on", "enabled"])
 ALLOW_OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none", "null"])
+
+# -- sites ----------------------------------------------------------------------------------------------
+
+# Fields of a site record (get-site) that hold credentials: the service returns them, the collection
+# never does (site_info, inventory).
+SITE_CREDENTIAL_FIELDS = frozenset(["db_pass", "smtp_pass", "site_api_key"])
+# The most sites one get-sites page may hold (the service caps ``limit`` there).
+SITES_PAGE_MAX = 1000
 
 # Client metadata keys the service never returns once set.
 WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])

@@ -38,6 +38,7 @@ API_KEY = "unit-key"
 URL = "https://api.wpcloud.test"
 SERVICE_REDACTED = "[redacted]"  # what the service itself shows for a credential (the emulator's choice)
 SECRETS = ("remote-pass", "ssh-id", "ssh-id-pass")
+SITE_DB_PASS = "db-pass-of-the-site-7f3a"
 
 
 def _routes():
@@ -250,7 +251,19 @@ class FakeService(object):
     def _site_get(self, params, site):
         if site not in self.sites:
             return 404, []
-        return 200, {"atomic_site_id": int(site) if site.isdigit() else 1001, "domain_name": "%s.example" % site}
+        # As the service: the record holds the site's credentials.
+        return 200, {"atomic_site_id": int(site) if site.isdigit() else 1001, "domain_name": "%s.example" % site,
+                     "php_version": "8.3", "db_pass": SITE_DB_PASS, "smtp_pass": "smtp-" + SITE_DB_PASS,
+                     "site_api_key": "key-" + SITE_DB_PASS}
+
+    def _site_list(self, params, client, key):
+        if client != "acme":
+            return 403, []
+        ids = sorted(int(s) for s in self.sites if s.isdigit())
+        after, limit = int(params.get("after") or 0), int(params.get("limit") or 1000)
+        page = [i for i in ids if i > after][:limit]
+        return 200, [{"atomic_site_id": str(i), "domain_name": "%d.example" % i, "created": "2026-01-01",
+                      key: self.sites[str(i)], "db_pass": SITE_DB_PASS} for i in page]
 
     def _site_meta_get(self, params, site, key):
         if site not in self.sites:
