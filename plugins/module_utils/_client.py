@@ -75,6 +75,10 @@ OPERATIONS = {
     "site.get": ("GET", "get-site/{site}", READ),
     # All sites of the client, a page at a time (query limit, after), with one meta key as a column.
     "site.list": ("GET", "get-sites/{client}/{key}", READ),
+    "site.create": ("POST", "create-site/{client}", WRITE),
+    "site.delete": ("POST", "delete-site/{client}/{site}", WRITE),
+    "job.status": ("GET", "job-status/{job_id}", READ),
+    "job.recent": ("GET", "job-status", READ),
     "site_meta.get": ("GET", "site-meta/{site}/{key}/get", READ),
     "site.allow_migration": ("POST", "site-allow-ssh-migration/{site}", WRITE),
     "ticket.summary": ("POST", "response-ticket/get/summary", READ),

@@ -3,23 +3,31 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Destination sites: reading allow_site_migration, and the logic of site_allow_migration and site_info.
+"""Sites: reading allow_site_migration, and the logic of site, site_allow_migration and site_info.
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 """
 
 from __future__ import annotations
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site
+import re
+import time
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site, wait_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import follow, progress_for
 from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,
     ALLOW_SITE_MIGRATION,
+    JOB_FAILURE,
+    JOB_FINAL,
+    SITE_CREATE_FIELDS,
     SITE_CREDENTIAL_FIELDS,
+    SITE_RECORD_FIELDS,
     SITES_PAGE_MAX,
     as_int_or_str,
 )
@@ -179,3 +187,246 @@ def _list_sites(client, params):
             break
         after = page[-1]["atomic_site_id"]
     return dict(changed=False, client=params["client"], sites=sites, count=len(sites), pages=pages)
+
+
+# -- site: create by domain, delete ---------------------------------------------------------------------------
+
+_ADMIN_USER = re.compile(r"^[A-Za-z0-9._@-]{1,60}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHP = re.compile(r"^[0-9]+\.[0-9]+$")
+
+
+def _check_site_options(params):
+    """Refuse bad input by the option's name, before any call."""
+    wait_options(params)
+    domain = validate_site(params.get("domain"), "domain")
+    if domain.isdigit():
+        raise ModuleFailure("domain must be the site's domain name like example.com, not a site ID.")
+    if params["state"] == "absent":
+        if not params["confirm_delete"]:
+            raise ModuleFailure("confirm_delete must be true to delete site %s: deleting a site removes its files "
+                                "and database for good. Set confirm_delete: true once you are sure." % domain)
+        return domain.lower()
+    for name in ("admin_user", "admin_email"):
+        value = params.get(name)
+        if value is not None and not value.strip():
+            raise ModuleFailure("%s is empty: give it, or leave it out for an existing site." % name)
+    if params.get("admin_user") is not None and not _ADMIN_USER.match(params["admin_user"]):
+        raise ModuleFailure("admin_user must be 1 to 60 letters, digits and . _ @ - (no spaces), got an invalid value.")
+    if params.get("admin_email") is not None and not _EMAIL.match(params["admin_email"].strip()):
+        raise ModuleFailure("admin_email must be an e-mail address like admin@example.com.")
+    if params.get("admin_pass") is not None and params["admin_pass"] == "":
+        raise ModuleFailure("admin_pass is empty: give a password, or leave it out to have one generated.")
+    if params.get("php_version") is not None and not _PHP.match(params["php_version"]):
+        raise ModuleFailure("php_version must be a version like 8.3 (the service lists the ones it offers).")
+    return domain.lower()
+
+
+class Job(object):
+    """What a wait knows of one create-site / delete-site job."""
+
+    def __init__(self, job_id, started):
+        self.job_id, self.started = job_id, started
+        self.status, self.polls, self.completed_at, self.error = None, 0, None, None
+        self.failed_polls, self.last_error = 0, None
+
+    @property
+    def done(self):
+        return self.error is not None or self.status in JOB_FINAL
+
+    @property
+    def failed(self):
+        return self.error is not None or self.status == JOB_FAILURE
+
+    def progress(self):
+        return "job %s %s" % (self.job_id, self.status or "not read yet")
+
+    def as_result(self, now):
+        end = self.completed_at if self.completed_at is not None else now
+        result = {"job_id": self.job_id, "status": self.status, "elapsed": round(end - self.started, 3),
+                  "polls": self.polls}
+        if self.error:
+            result["error"] = self.error
+        return result
+
+
+def _poll_job(client, job):
+    job.polls += 1
+    try:
+        resp = client.call("job.status", job_id=job.job_id)
+    except WPCloudAPIError as exc:
+        if exc.retry_safe:
+            job.failed_polls, job.last_error = job.failed_polls + 1, exc.message
+            return
+        job.error = exc.message
+        return
+    data = resp.data if isinstance(resp.data, dict) else {}
+    job.status = str(data.get("_status") or data.get("status") or "unknown").lower()
+    if job.done:
+        job.completed_at = time.monotonic()
+
+
+def _wait_job(client, job_id, params, ctx, what):
+    """The job's end as a result entry; a ModuleFailure when it failed or outlasted wait_timeout."""
+    options = wait_options(params)
+    job = Job(job_id, time.monotonic())
+    timed_out = follow([job], lambda j: _poll_job(client, j), options["wait_timeout"], options["poll_interval"],
+                       progress=progress_for("site: %s" % what, params, ctx))
+    entry = job.as_result(time.monotonic())
+    if job.error:
+        raise ModuleFailure("Waiting for job %s (%s) failed: %s" % (job_id, what, job.error), job=entry)
+    if job.status == JOB_FAILURE:
+        raise ModuleFailure("The service's job %s (%s) failed." % (job_id, what), job=entry, changed=True)
+    if timed_out and not job.done:
+        raise ModuleFailure("Job %s (%s) was still %s when wait_timeout=%ss ran out; wait again with this task "
+                            "(it reads the site first)." % (job_id, what, job.status, params["wait_timeout"]),
+                            job=entry, changed=True, timed_out=True)
+    return entry
+
+
+def _find_site(client, domain):
+    """The site's public record, or None; a domain of another client is refused."""
+    try:
+        resp = client.call("site.get", accept_status=(404,), site=domain)
+    except WPCloudAPIError as exc:
+        if exc.status == 403:
+            raise ModuleFailure("domain %s belongs to a site of another client (HTTP 403): choose another domain."
+                                % domain, failure=exc.to_dict())
+        raise api_failure(exc, "Reading site %s" % domain)
+    if resp.status == 404:
+        return None
+    return public_site(resp.data if isinstance(resp.data, dict) else {})
+
+
+def _job_of_site(client, site_id):
+    """The newest create-site job of a site (a create whose answer was lost has no job ID at hand)."""
+    try:
+        jobs = client.call("job.recent").data
+    except WPCloudAPIError:
+        return None
+    found = [job for job in (jobs.values() if isinstance(jobs, dict) else [])
+             if isinstance(job, dict) and str((job.get("data") or {}).get("atomic_site_id")) == str(site_id)]
+    return max(found, key=lambda job: int(job.get("id") or 0)).get("id") if found else None
+
+
+def run_site(params, ctx):
+    if params.get("sites") is not None:
+        return _run_sites(params, ctx)
+    domain = _check_site_options(params)
+    client = ctx.client()
+    record = _find_site(client, domain)
+    result = dict(changed=False, domain=domain, state=params["state"])
+    if params["state"] == "absent":
+        return _delete(client, params, ctx, domain, record, result)
+    if record is not None:
+        return _existing(client, params, ctx, domain, record, result)
+    for name in ("admin_user", "admin_email"):
+        if params.get(name) is None:
+            raise ModuleFailure("%s is required to create site %s." % (name, domain))
+    form = dict((field, params[option]) for option, field in SITE_CREATE_FIELDS.items()
+                if option != "domain" and params.get(option) is not None)
+    form["domain_name"] = domain
+    if params["allow_site_migration"]:
+        form["meta"] = {ALLOW_SITE_MIGRATION: "true"}
+    result.update(changed=True, operation="create", site_id=None, allow_site_migration=params["allow_site_migration"],
+                  migration_id=None)
+    if ctx.diff:
+        after = dict((k, v) for k, v in form.items() if k not in ("admin_pass", "meta"))
+        after["allow_site_migration"] = params["allow_site_migration"]
+        result["diff"] = {"before": {"state": "absent"}, "after": after}
+    if ctx.check_mode:
+        return result
+    uncertain = []
+
+    def send():
+        data = client.call("site.create", params=form, client=params["client"]).data
+        return data if isinstance(data, dict) else {}
+
+    def happened():
+        found = _find_site(client, domain)
+        return {"atomic_site_id": found.get("atomic_site_id"), "job_id": None} if found is not None else None
+
+    try:
+        created = write_once("site.create", send, happened, uncertain, "site %s" % domain)
+    except WPCloudAPIError as exc:
+        failure = api_failure(exc, "Creating site %s" % domain)
+        failure.details["uncertain"] = uncertain
+        raise failure
+    if uncertain:
+        result["uncertain"] = uncertain
+    result["site_id"] = as_int_or_str(created.get("atomic_site_id"))
+    job_id = created.get("job_id") or _job_of_site(client, result["site_id"])
+    result["job_id"] = job_id
+    if params["wait"] and job_id is not None:
+        result["job"] = _wait_job(client, job_id, params, ctx, "create %s" % domain)
+    return result
+
+
+def _existing(client, params, ctx, domain, record, result):
+    """A site that exists is never created again; what its options would change is reported."""
+    enabled, migration_id = read_allow_site_migration(client, domain)
+    result.update(operation="none", site_id=as_int_or_str(record.get("atomic_site_id")),
+                  allow_site_migration=enabled, migration_id=migration_id, record=record)
+    differences = dict((option, {"site": record.get(field), "given": params[option]})
+                       for option, field in SITE_RECORD_FIELDS.items()
+                       if params.get(option) is not None and field in record
+                       and str(record.get(field)).lower() != str(params[option]).strip().lower())
+    if params["allow_site_migration"] and not enabled:
+        differences["allow_site_migration"] = {"site": False, "given": True}
+    if differences:
+        result["differences"] = differences
+        hint = (" To let it accept a migration, use wpcloud.hosting.site_allow_migration (it cannot be undone)."
+                if "allow_site_migration" in differences else "")
+        ctx.warn("site %s exists and differs from the task in %s; this module creates sites and does not change "
+                 "an existing one.%s" % (domain, ", ".join(sorted(differences)), hint))
+    return result
+
+
+def _delete(client, params, ctx, domain, record, result):
+    if record is None:
+        return result
+    site_id = as_int_or_str(record.get("atomic_site_id"))
+    result.update(changed=True, operation="delete", site_id=site_id)
+    if ctx.diff:
+        result["diff"] = {"before": {"state": "present", "site_id": site_id}, "after": {"state": "absent"}}
+    if ctx.check_mode:
+        return result
+    uncertain = []
+
+    def send():
+        data = client.call("site.delete", client=params["client"], site=site_id).data
+        return data if isinstance(data, dict) else {}
+
+    def happened():
+        # The site is gone, or its deletion is queued (then a second request is refused anyway).
+        return {"job_id": None} if _find_site(client, domain) is None else None
+
+    try:
+        deleted = write_once("site.delete", send, happened, uncertain, "deleting site %s" % domain)
+    except WPCloudAPIError as exc:
+        failure = api_failure(exc, "Deleting site %s" % domain)
+        failure.details["uncertain"] = uncertain
+        raise failure
+    if uncertain:
+        result["uncertain"] = uncertain
+    result["job_id"] = deleted.get("job_id")
+    if params["wait"] and result["job_id"] is not None:
+        result["job"] = _wait_job(client, result["job_id"], params, ctx, "delete %s" % domain)
+    return result
+
+
+def _run_sites(params, ctx):
+    """The list form: each element of ``sites`` as one site, the task's options as its defaults."""
+    if params.get("domain") is not None:
+        raise ModuleFailure("domain and sites are mutually exclusive: give one site, or a list.")
+    elements = params["sites"]
+    domains = [str(e.get("domain") or "").strip().lower() for e in elements]
+    twice = sorted(set(d for d in domains if domains.count(d) > 1))
+    if twice:
+        raise ModuleFailure("sites lists domain %s twice: give each site once." % twice[0])
+    ctx.client()
+    results = run_for_each(elements, lambda element: run_site(
+        dict(params, sites=None, **dict((k, v) for k, v in element.items() if v is not None)), ctx))
+    for element, result in zip(elements, results):
+        result.setdefault("domain", element.get("domain"))
+    return list_result(results, "sites", lambda r: "site %s" % r["domain"])

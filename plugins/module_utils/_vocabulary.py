@@ -100,6 +100,15 @@ ALLOW_OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none",
 SITE_CREDENTIAL_FIELDS = frozenset(["db_pass", "smtp_pass", "site_api_key"])
 # The most sites one get-sites page may hold (the service caps ``limit`` there).
 SITES_PAGE_MAX = 1000
+# A create-site / delete-site job: its ``_status`` values, the final ones first.
+JOB_SUCCESS = "success"
+JOB_FAILURE = "failure"
+JOB_FINAL = frozenset([JOB_SUCCESS, JOB_FAILURE])
+# The create-site fields the site module sends, by option name (the service's names).
+SITE_CREATE_FIELDS = {"domain": "domain_name", "admin_user": "admin_user", "admin_email": "admin_email",
+                      "admin_pass": "admin_pass", "php_version": "php_version"}
+# Fields of a site record that the site module compares with its options (no API changes them).
+SITE_RECORD_FIELDS = {"admin_user": "wp_admin_user", "admin_email": "wp_admin_email", "php_version": "php_version"}
 
 # Client metadata keys the service never returns once set.
 WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])

@@ -118,6 +118,9 @@ class FakeService(object):
         self.scripts = {}
         self.next_id = 5001
         self.next_ticket = 1
+        self.site_ids = {}                     # domain -> site ID of the sites create-site made
+        self.jobs = {}
+        self.job_steps = ["queued", "running", "success"]   # a job's _status, one per poll, the last repeated
 
     def adapter(self):
         return FakeTransport(self)
@@ -252,9 +255,43 @@ class FakeService(object):
         if site not in self.sites:
             return 404, []
         # As the service: the record holds the site's credentials.
-        return 200, {"atomic_site_id": int(site) if site.isdigit() else 1001, "domain_name": "%s.example" % site,
+        return 200, {"atomic_site_id": int(site) if site.isdigit() else self.site_ids.get(site, 1001),
+                     "domain_name": site if site in self.site_ids else "%s.example" % site,
                      "php_version": "8.3", "db_pass": SITE_DB_PASS, "smtp_pass": "smtp-" + SITE_DB_PASS,
                      "site_api_key": "key-" + SITE_DB_PASS}
+
+    def _site_create(self, params, client):
+        domain = params["domain_name"]
+        if domain in self.sites:
+            return 400, []
+        site_id = 9000 + len(self.site_ids) + 1
+        self.site_ids[domain] = site_id
+        self.sites[domain] = "true" if params.get("meta[allow_site_migration]") == "true" else None
+        self.sites[str(site_id)] = self.sites[domain]
+        return 200, {"job_id": self._job(site_id), "atomic_site_id": site_id, "domain_name": domain}
+
+    def _site_delete(self, params, client, site):
+        domain = next((d for d, i in self.site_ids.items() if str(i) == site), None)
+        if domain is None:
+            return 404, []
+        del self.sites[domain], self.sites[site], self.site_ids[domain]
+        return 200, {"job_id": self._job(int(site))}
+
+    def _job(self, site_id):
+        job_id = 700 + len(self.jobs) + 1
+        self.jobs[job_id] = {"id": str(job_id), "steps": list(self.job_steps), "data": {"atomic_site_id": site_id}}
+        return job_id
+
+    def _job_status(self, params, job_id):
+        job = self.jobs.get(int(job_id))
+        if job is None:
+            return 404, []
+        status = job["steps"].pop(0) if len(job["steps"]) > 1 else job["steps"][0]
+        return 200, {"id": job["id"], "_status": status, "data": job["data"]}
+
+    def _job_recent(self, params):
+        return 200, dict((str(i), {"id": j["id"], "_status": j["steps"][-1], "data": j["data"]})
+                         for i, j in self.jobs.items())
 
     def _site_list(self, params, client, key):
         if client != "acme":
