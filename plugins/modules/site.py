@@ -74,11 +74,33 @@ options:
     default: false
   sites:
     description:
-      - Many sites, each a dict with O(domain) and any of O(admin_user), O(admin_email), O(admin_pass),
-        O(php_version), O(allow_site_migration), O(state); the task's options are the defaults of each.
-        Mutually exclusive with O(domain).
+      - Many sites, each a dict with O(sites[].domain) and any of the other suboptions; the task's options are
+        the defaults of each. Mutually exclusive with O(domain).
     type: list
     elements: dict
+    suboptions:
+      domain:
+        description: As O(domain).
+        type: str
+      state:
+        description: As O(state).
+        type: str
+        choices: [present, absent]
+      admin_user:
+        description: As O(admin_user).
+        type: str
+      admin_email:
+        description: As O(admin_email).
+        type: str
+      admin_pass:
+        description: As O(admin_pass). Never returned or logged.
+        type: str
+      php_version:
+        description: As O(php_version).
+        type: str
+      allow_site_migration:
+        description: As O(allow_site_migration).
+        type: bool
   wait:
     description:
       - Wait for the creation (or deletion) job to end before returning.

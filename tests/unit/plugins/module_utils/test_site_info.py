@@ -37,8 +37,8 @@ def test_every_site_of_the_client_page_after_page(fake_api, run_logic):
     result, warnings = run_logic(site_info, {"client": "acme", "page_size": 3})
     assert [s["site_id"] for s in result["sites"]] == list(range(1001, 1008))
     assert (result["count"], result["pages"]) == (7, 4)
-    assert [c["query"] for c in fake_api.log] == ["limit=3", "limit=3&after=1003", "limit=3&after=1006",
-                                                   "limit=3&after=1007"]
+    queries = ["limit=3", "limit=3&after=1003", "limit=3&after=1006", "limit=3&after=1007"]
+    assert [c["query"] for c in fake_api.log] == queries
     assert result["sites"][0]["allow_site_migration"] is True and result["sites"][1]["allow_site_migration"] is False
     assert SITE_DB_PASS not in json.dumps(result)
 

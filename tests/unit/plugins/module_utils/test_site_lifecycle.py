@@ -22,7 +22,7 @@ def test_a_new_site_is_created_as_a_destination_and_its_job_waited_for(fake_api,
     result, warnings = run_logic(site, dict(NEW, progress_interval=1), progress=lines.append)
     assert (result["changed"], result["operation"], result["site_id"]) == (True, "create", 9001)
     assert result["job"]["status"] == "success" and result["job"]["polls"] == 3
-    (create,) = [c for c in fake_api.writes]
+    (create,) = fake_api.writes
     assert create["sent"]["meta[allow_site_migration]"] == "true" and create["sent"]["domain_name"] == "shop.example"
     assert fake_api.sites["shop.example"] == "true"
     assert "Adm1n-pass-of-the-shop" not in json.dumps(result) and lines and "job" in lines[0]
