@@ -251,7 +251,7 @@ SECRETS_MODULES = r"""---
             - {endpoint: migration.get, status: 429, retry_after: 1, count: 1}
             - {endpoint: site_meta.get, latency: 0.3, count: 2}
 
-    - name: "FAIL: create whose answer is lost (reset after)"
+    - name: "RESOLVED: create whose answer is lost (reset after), read back"
       wpcloud.hosting.migration:
         site: "{{ rel_site_new2 }}"
         remote_host: src.example
@@ -284,7 +284,7 @@ SECRETS_MODULES = r"""---
         update_secret: always
       ignore_errors: true
 
-    - name: "FAIL: preflight reset before processing"
+    - name: "RESOLVED: preflight reset before processing, read and sent again"
       wpcloud.hosting.migration_preflight:
         migration_id: "{{ found_new2.migration_id }}"
       ignore_errors: true
@@ -306,14 +306,14 @@ SECRETS_MODULES = r"""---
             - {endpoint: migration.ready, status: 504, count: 1}
             - {endpoint: client_meta.add, status: 502}
 
-    - name: "FAIL: remove with the answer lost"
+    - name: "RESOLVED: remove with the answer lost, read back"
       wpcloud.hosting.client_meta:
         client: "{{ rel_client }}"
         key: webhook_hmac_key
         state: absent
       ignore_errors: true
 
-    - name: "FAIL: ready answered 504"
+    - name: "RESOLVED: ready answered 504, read and sent again"
       wpcloud.hosting.migration_ready:
         migration_id: "{{ created_pw.migration_id }}"
         require_preflight: false
