@@ -135,16 +135,9 @@ def run_info(params, ctx):
 
 
 def _read_site(client, site):
-    try:
-        resp = client.call("site.get", accept_status=(404,), site=site)
-    except WPCloudAPIError as exc:
-        if exc.status == 403:
-            raise ModuleFailure("site %s belongs to another client (HTTP 403): check site and the API key."
-                                % site, failure=exc.to_dict())
-        raise api_failure(exc, "Reading site %s" % site)
-    if resp.status == 404:
+    record = read_site(client, site, "site %s belongs to another client (HTTP 403): check site and the API key.")
+    if record is None:
         return dict(changed=False, exists=False, site=site)
-    record = public_site(resp.data if isinstance(resp.data, dict) else {})
     enabled, migration_id = read_allow_site_migration(client, site)
     return dict(changed=False, exists=True, site=site, site_id=as_int_or_str(record.get("atomic_site_id")),
                 domain=record.get("domain_name"), allow_site_migration=enabled, migration_id=migration_id,
@@ -284,18 +277,22 @@ def _wait_job(client, job_id, params, ctx, what):
     return entry
 
 
-def _find_site(client, domain):
-    """The site's public record, or None; a domain of another client is refused."""
+def read_site(client, site, other_client):
+    """The site's record without its credentials, or None when the service does not know it; a site of
+    another client is refused with ``other_client`` (a message with the site's place)."""
     try:
-        resp = client.call("site.get", accept_status=(404,), site=domain)
+        resp = client.call("site.get", accept_status=(404,), site=site)
     except WPCloudAPIError as exc:
         if exc.status == 403:
-            raise ModuleFailure("domain %s belongs to a site of another client (HTTP 403): choose another domain."
-                                % domain, failure=exc.to_dict())
-        raise api_failure(exc, "Reading site %s" % domain)
+            raise ModuleFailure(other_client % site, failure=exc.to_dict())
+        raise api_failure(exc, "Reading site %s" % site)
     if resp.status == 404:
         return None
     return public_site(resp.data if isinstance(resp.data, dict) else {})
+
+
+def _find_site(client, domain):
+    return read_site(client, domain, "domain %s belongs to a site of another client (HTTP 403): choose another domain.")
 
 
 def _job_of_site(client, site_id):

@@ -61,3 +61,9 @@ def test_only_an_empty_page_ends_the_list(fake_api, run_logic):
 def test_bad_input_names_the_option(fake_api, run_logic, args, words):
     result, warnings = run_logic(site_info, args)
     assert isinstance(result, ModuleFailure) and words in result.msg
+
+
+def test_a_site_of_another_client_is_refused_by_name(fake_api, run_logic):
+    fake_api.fault("site.get", status=403)
+    result, warnings = run_logic(site_info, {"site": "theirs.example"})
+    assert isinstance(result, ModuleFailure) and result.msg.startswith("site theirs.example belongs to another client")
