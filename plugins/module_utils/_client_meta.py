@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import WRITE_ONLY_KEYS
 from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
     MIN_KEY_DISTINCT,
@@ -103,7 +103,7 @@ def _read(client, params):
     return True, value
 
 
-def _write(client, params, exists, value, uncertain):
+def _write(client, params, exists, value, result):
     """add when absent, update when present; cope with either guess being wrong. A write whose effect
     is unknown is resolved by reading the key (write_once); the write-only key cannot be read back, so
     once it existed before, setting the same value again is the resolution (it is idempotent)."""
@@ -124,15 +124,11 @@ def _write(client, params, exists, value, uncertain):
             return "add" if present and not exists else None
         return first.split(".")[1] if present and current == value else None
 
-    try:
-        return write_once(first, send, happened, uncertain, "client metadata %s" % params["key"])
-    except WPCloudAPIError as exc:
-        failure = api_failure(exc, "Writing client metadata %s" % params["key"])
-        failure.details["uncertain"] = uncertain
-        raise failure
+    return module_write(first, send, happened, "client metadata %s" % params["key"],
+                        "Writing client metadata %s" % params["key"], result)
 
 
-def _remove(client, params, uncertain):
+def _remove(client, params, result):
     def send():
         client.call("client_meta.remove", accept_status=(404,), client=params["client"], key=params["key"])
         return "remove"
@@ -140,12 +136,8 @@ def _remove(client, params, uncertain):
     def happened():
         return "remove" if not _read(client, params)[0] else None
 
-    try:
-        return write_once("client_meta.remove", send, happened, uncertain, "client metadata %s" % params["key"])
-    except WPCloudAPIError as exc:
-        failure = api_failure(exc, "Removing client metadata %s" % params["key"])
-        failure.details["uncertain"] = uncertain
-        raise failure
+    return module_write("client_meta.remove", send, happened, "client metadata %s" % params["key"],
+                        "Removing client metadata %s" % params["key"], result)
 
 
 def run(params, ctx):
@@ -154,7 +146,6 @@ def run(params, ctx):
     secret = key in WRITE_ONLY_KEYS or params.get("secret_value") is not None
     client = ctx.client()
     exists, current = _read(client, params)
-    uncertain = []
 
     result = dict(changed=False, client=params["client"], key=key, state=params["state"], operation="none")
     if params["state"] == "present":
@@ -173,14 +164,12 @@ def run(params, ctx):
             result["changed"] = True
             result["operation"] = "update" if exists else "add"
             if not ctx.check_mode:
-                result["operation"] = _write(client, params, exists, desired, uncertain)
+                result["operation"] = _write(client, params, exists, desired, result)
     elif exists:
         result["changed"] = True
         result["operation"] = "remove"
         if not ctx.check_mode:
-            _remove(client, params, uncertain)
-    if uncertain:
-        result["uncertain"] = uncertain
+            _remove(client, params, result)
 
     present_after = params["state"] == "present"
     if secret:

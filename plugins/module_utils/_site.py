@@ -18,7 +18,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPC
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import follow, progress_for
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,
@@ -75,8 +75,6 @@ def run_allow(params, ctx):
         result["changed"] = True
         result["ready"] = True
         if not ctx.check_mode:
-            uncertain = []
-
             def send():
                 resp = client.call("site.allow_migration", site=site)
                 return resp.data if isinstance(resp.data, dict) else {}
@@ -85,15 +83,8 @@ def run_allow(params, ctx):
                 now_enabled, attached = read_allow_site_migration(client, site)
                 return {"ready_for_migration": attached is None} if now_enabled else None
 
-            try:
-                data = write_once("site.allow_migration", send, happened, uncertain,
-                                  "allow_site_migration of site %s" % site)
-            except WPCloudAPIError as exc:
-                failure = api_failure(exc, "Allowing a migration into site %s" % site)
-                failure.details["uncertain"] = uncertain
-                raise failure
-            if uncertain:
-                result["uncertain"] = uncertain
+            data = module_write("site.allow_migration", send, happened, "allow_site_migration of site %s" % site,
+                                "Allowing a migration into site %s" % site, result)
             result["ready"] = bool(data.get("ready_for_migration", True))
             if not result["ready"]:
                 # The service says a migration is attached already: report which one.
@@ -333,7 +324,6 @@ def run_site(params, ctx):
         result["diff"] = {"before": {"state": "absent"}, "after": after}
     if ctx.check_mode:
         return result
-    uncertain = []
 
     def send():
         data = client.call("site.create", params=form, client=params["client"]).data
@@ -343,14 +333,7 @@ def run_site(params, ctx):
         found = _find_site(client, domain)
         return {"atomic_site_id": found.get("atomic_site_id"), "job_id": None} if found is not None else None
 
-    try:
-        created = write_once("site.create", send, happened, uncertain, "site %s" % domain)
-    except WPCloudAPIError as exc:
-        failure = api_failure(exc, "Creating site %s" % domain)
-        failure.details["uncertain"] = uncertain
-        raise failure
-    if uncertain:
-        result["uncertain"] = uncertain
+    created = module_write("site.create", send, happened, "site %s" % domain, "Creating site %s" % domain, result)
     result["site_id"] = as_int_or_str(created.get("atomic_site_id"))
     job_id = created.get("job_id") or _job_of_site(client, result["site_id"])
     result["job_id"] = job_id
@@ -388,7 +371,6 @@ def _delete(client, params, ctx, domain, record, result):
         result["diff"] = {"before": {"state": "present", "site_id": site_id}, "after": {"state": "absent"}}
     if ctx.check_mode:
         return result
-    uncertain = []
 
     def send():
         data = client.call("site.delete", client=params["client"], site=site_id).data
@@ -398,14 +380,8 @@ def _delete(client, params, ctx, domain, record, result):
         # The site is gone, or its deletion is queued (then a second request is refused anyway).
         return {"job_id": None} if _find_site(client, domain) is None else None
 
-    try:
-        deleted = write_once("site.delete", send, happened, uncertain, "deleting site %s" % domain)
-    except WPCloudAPIError as exc:
-        failure = api_failure(exc, "Deleting site %s" % domain)
-        failure.details["uncertain"] = uncertain
-        raise failure
-    if uncertain:
-        result["uncertain"] = uncertain
+    deleted = module_write("site.delete", send, happened, "deleting site %s" % domain, "Deleting site %s" % domain,
+                           result)
     result["job_id"] = deleted.get("job_id")
     if params["wait"] and result["job_id"] is not None:
         result["job"] = _wait_job(client, result["job_id"], params, ctx, "delete %s" % domain)

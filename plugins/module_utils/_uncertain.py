@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import api_failure
 
 # How many times one write may be sent in all, each repeat only after a read proved that the send
 # before it did not take effect. Under 20 % faults on every request, 8 sends leave about one write
@@ -68,3 +69,18 @@ def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SE
         if entry is not None:
             entry["sends"] = sends
         return outcome
+
+
+def module_write(operation, send, happened, what, failing, result):
+    """write_once as a module makes it: its entries go into ``result["uncertain"]``, and an error that
+    remains becomes the task's failure (``failing``: what was being done), entries included."""
+    uncertain = []
+    try:
+        outcome = write_once(operation, send, happened, uncertain, what)
+    except WPCloudAPIError as exc:
+        failure = api_failure(exc, failing)
+        failure.details["uncertain"] = uncertain
+        raise failure
+    if uncertain:
+        result["uncertain"] = uncertain
+    return outcome
