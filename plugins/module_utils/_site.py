@@ -125,6 +125,12 @@ def run_info(params, ctx):
     return _list_sites(ctx.client(), params)
 
 
+def list_sites(client, client_name, page_size=SITES_PAGE_MAX):
+    """Every site of a client account, each with its migration flag and ID, never a credential (the
+    site_info module and the sites inventory plugin)."""
+    return _list_sites(client, {"client": client_name, "page_size": page_size})["sites"]
+
+
 def _read_site(client, site):
     record = read_site(client, site, "site %s belongs to another client (HTTP 403): check site and the API key.")
     if record is None:
