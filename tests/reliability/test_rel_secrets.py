@@ -208,6 +208,85 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     _assert_clean([out, emu.workdir], canaries, name)
 
 
+SITES_PLAY = r"""
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ rel_api_url }}"
+      api_key: "{{ canary_api_key }}"
+      ca_path: "{{ rel_ca_path }}"
+  tasks:
+    - name: Create a site with an admin password
+      wpcloud.hosting.site:
+        client: "{{ rel_client }}"
+        domain: leak-new.example
+        admin_user: leakadmin
+        admin_email: admin@leak-new.example
+        admin_pass: "{{ canary_remote_pass }}"
+      register: created
+    - name: The same task again (the password given, not sent)
+      wpcloud.hosting.site:
+        client: "{{ rel_client }}"
+        domain: leak-new.example
+        admin_user: leakadmin
+        admin_email: admin@leak-new.example
+        admin_pass: "{{ canary_remote_pass }}"
+    - name: Read it, and every site of the account
+      wpcloud.hosting.site_info:
+        site: leak-new.example
+      register: one
+    - name: List the account
+      wpcloud.hosting.site_info:
+        client: "{{ rel_client }}"
+    - name: "FAIL: a refused create with the password"
+      wpcloud.hosting.site:
+        client: "{{ rel_client }}"
+        domain: leak-bad.example
+        admin_user: leak admin
+        admin_email: admin@leak-bad.example
+        admin_pass: "{{ canary_remote_pass }}"
+      ignore_errors: true
+    - name: Delete it in check mode
+      wpcloud.hosting.site:
+        client: "{{ rel_client }}"
+        domain: leak-new.example
+        state: absent
+        confirm_delete: true
+      check_mode: true
+    - name: Keep the site ID for the test
+      ansible.builtin.copy:
+        content: "{{ one.site_id }}"
+        dest: "{{ rel_out }}/site_id.txt"
+        mode: "0600"
+"""
+
+
+def test_site_modules_leak_neither_the_admin_password_nor_the_sites_credentials(emu, canaries, rel_dir):
+    """site (admin_pass) and site_info (the service's record holds db_pass, smtp_pass, site_api_key) at
+    -vvvv with --diff: nothing in any output."""
+    out = rel_dir / "out" / "secrets-sites"
+    out.mkdir(parents=True)
+    inputs = rel_dir / "inputs" / "secrets-sites.json"
+    inputs.write_text(json.dumps(_canary_vars(canaries)))
+    playbook = rel_dir / "secrets_sites.yml"
+    playbook.write_text(SITES_PLAY)
+    variables = {"rel_api_url": emu.url, "rel_ca_path": emu.ca_path, "rel_client": emu.client, "rel_out": str(out)}
+    run = rs.run_playbook(rel_dir, out, "sites", playbook, rs.localhost_inventory(rel_dir),
+                          args=["-e", json.dumps(variables), "-e", "@%s" % inputs, "--diff"])
+    assert run.proc.returncode == 0, run.explain()
+    failed = sorted(r["task"]["name"] for r in run.results() if r["event"] == "failed_ignored")
+    assert failed == ["FAIL: a refused create with the password"], failed
+    status, body = emu.api("get-site/%s" % (out / "site_id.txt").read_text().strip())   # as the service returns it
+    assert status == 200, body
+    credentials = [str(body["data"][k]) for k in ("db_pass", "smtp_pass", "site_api_key") if body["data"].get(k)]
+    assert len(credentials) == 3, sorted(body["data"])
+    for path in rs.iter_files([out]):
+        text = path.read_bytes()
+        assert not [c for c in credentials if c.encode() in text], path
+    _assert_clean([out, emu.workdir], canaries, "site modules")
+
+
 def test_configure_webhooks_playbook_with_faults_leaks_nothing(emu, canaries, rel_dir):
     out = rel_dir / "out" / "secrets-configure-webhooks"
     out.mkdir(parents=True)
