@@ -91,6 +91,7 @@ cache_connection: ~/.cache/wpcloud-inventory
 cache_timeout: 300
 '''
 
+from ansible import constants as C
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
@@ -101,9 +102,6 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._site import list_
 
 GROUP = "wpcloud_account_sites"
 PREFIX = "wpcloud_"
-OPTIONS = frozenset(["plugin", "client", "api_url", "api_key", "ca_path", "validate_certs", "timeout", "hostname",
-                     "page_size", "compose", "groups", "keyed_groups", "strict", "leading_separator",
-                     "use_extra_vars", "cache", "cache_plugin", "cache_timeout", "cache_connection", "cache_prefix"])
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -115,7 +113,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache)
         config = self._read_config_data(path) or {}
-        unknown = sorted(set(config) - OPTIONS)
+        # The options DOCUMENTATION declares (its fragments' too): Ansible itself ignores other keys.
+        unknown = sorted(set(config) - set(C.config.get_configuration_definitions("inventory", self._load_name)))
         if unknown:
             raise AnsibleParserError("%s: unknown option %s of the wpcloud.hosting.sites inventory; the options are "
                                      "documented in ansible-doc -t inventory wpcloud.hosting.sites."

@@ -105,7 +105,7 @@ def _read(client, params):
 
 def _write(client, params, exists, value, result):
     """add when absent, update when present; cope with either guess being wrong. A write whose effect
-    is unknown is resolved by reading the key (write_once); the write-only key cannot be read back, so
+    is unknown is resolved by reading the key (module_write); the write-only key cannot be read back, so
     once it existed before, setting the same value again is the resolution (it is idempotent)."""
     path = dict(client=params["client"], key=params["key"])
     first, second = ("client_meta.update", "client_meta.add") if exists else ("client_meta.add", "client_meta.update")

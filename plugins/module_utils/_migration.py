@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, validate_host, validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
@@ -293,13 +293,14 @@ def _run_one(params, ctx):
             result["diff"] = {"before": {}, "after": dict(_desired_plain(params, create=True), auth=desired_auth)}
         if ctx.check_mode:
             return result, None
-        uncertain = []
+        operation, sends = "migration.create", []
 
         def send():
             # A repeat (after a read proved the first send had not taken effect) that the service refuses
             # with 409 "already holds a migration": the first send took effect after the read; read again.
-            resp = client.call("migration.create", params=form, accept_status=(409,) if uncertain else (),
-                               site=result["site"])
+            repeat = bool(sends)
+            sends.append(operation)
+            resp = client.call(operation, params=form, accept_status=(409,) if repeat else (), site=result["site"])
             if resp.status == 409:
                 found = happened()
                 if found is not None:
@@ -319,15 +320,8 @@ def _run_one(params, ctx):
             attached = read_allow_site_migration(client, result["site"])[1]
             return {"migration-id": attached} if attached is not None else None
 
-        try:
-            data = write_once("migration.create", send, happened, uncertain,
-                              "the migration of site %s" % result["site"])
-        except WPCloudAPIError as exc:
-            failure = api_failure(exc, "Creating a migration for site %s" % result["site"])
-            failure.details["uncertain"] = uncertain
-            raise failure
-        if uncertain:
-            result["uncertain"] = uncertain
+        data = module_write(operation, send, happened, "the migration of site %s" % result["site"],
+                            "Creating a migration for site %s" % result["site"], result)
         migration_id = migration_id_of(data)
         if params.get("state_file"):
             # Recorded before anything else can fail, so that a re-run manages this migration.

@@ -72,21 +72,45 @@ def parse_count(data, fallback=None):
         return fallback
 
 
-class Ticket(object):
+class Polled(object):
+    """What a wait knows of any item it polls (a ticket, a migration followed by its state, a job): the
+    rule for a failed poll, and the poll counts of its result."""
+
+    def __init__(self, started):
+        self.started = started
+        self.polls = 0
+        self.completed_at = None
+        self.error = None
+        self.failed_polls = 0
+        self.last_error = None
+
+    def poll_failed(self, exc, error=None):
+        """A read the client could not get through (any 5xx, a reset, a timeout) is polled again next
+        round: only the wait's deadline ends the item. Any other failure ends it with ``error``."""
+        if exc.retry_safe:
+            self.failed_polls += 1
+            self.last_error = exc.message
+        else:
+            self.error = error or exc.message
+
+    def poll_counts(self, result):
+        """``result`` with the item's poll counts."""
+        result["polls"] = self.polls
+        if self.failed_polls:
+            result["failed_polls"] = self.failed_polls
+            result["last_poll_error"] = self.last_error
+        return result
+
+
+class Ticket(Polled):
     """What the wait knows of one ticket."""
 
     def __init__(self, ticket_id, started):
+        super(Ticket, self).__init__(started)
         self.ticket_id = ticket_id
-        self.started = started
         self.status = TICKET_PENDING
         self.response_count = 0
-        self.polls = 0
-        self.completed_at = None
         self.messages = None
-        self.error = None
-        self.error_status = None
-        self.last_error = None
-        self.failed_polls = 0
 
     @property
     def done(self):
@@ -109,16 +133,12 @@ class Ticket(object):
             "state": self.status if self.error is None else UNREADABLE,
             "response_count": self.response_count,
             "elapsed": round(end - self.started, 3),
-            "polls": self.polls,
         }
         if self.messages is not None:
             result["messages"] = self.messages
         if self.error is not None:
             result["error"] = self.error
-        if self.failed_polls:
-            result["failed_polls"] = self.failed_polls
-            result["last_poll_error"] = self.last_error
-        return result
+        return self.poll_counts(result)
 
 
 def _ticket_error(exc, ticket_id):
@@ -135,14 +155,7 @@ def poll_ticket(client, ticket, clock=None):
     try:
         resp = client.call("ticket.summary", params={TICKET_ID_PARAM: ticket.ticket_id})
     except WPCloudAPIError as exc:
-        if exc.retry_safe:
-            # A read the client could not get through (any 5xx, a reset, a timeout): the ticket is
-            # polled again next round; only the wait's deadline ends it.
-            ticket.last_error = exc.message
-            ticket.failed_polls += 1
-            return
-        ticket.error = _ticket_error(exc, ticket.ticket_id)
-        ticket.error_status = exc.status
+        ticket.poll_failed(exc, _ticket_error(exc, ticket.ticket_id))
         return
     if resp.pending:
         ticket.status = TICKET_PENDING

@@ -25,6 +25,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import 
     record_state,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+    Polled,
     follow,
     progress_for,
     wait_for_tickets,
@@ -52,18 +53,13 @@ MAX_TICKET_ID = 256
 
 # -- a run followed by its migration's state (its ticket is not known) -----------------------------------
 
-class MigrationRun(object):
+class MigrationRun(Polled):
     """What a wait knows of a migration followed by its state."""
 
     def __init__(self, migration_id, started):
+        super(MigrationRun, self).__init__(started)
         self.migration_id = migration_id
-        self.started = started
         self.state = None
-        self.polls = 0
-        self.completed_at = None
-        self.error = None
-        self.last_error = None
-        self.failed_polls = 0
 
     @property
     def done(self):
@@ -81,13 +77,10 @@ class MigrationRun(object):
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
         result = {"migration_id": self.migration_id, "state": self.state if self.error is None else UNREADABLE,
-                  "elapsed": round(end - self.started, 3), "polls": self.polls}
+                  "elapsed": round(end - self.started, 3)}
         if self.error is not None:
             result["error"] = self.error
-        if self.failed_polls:
-            result["failed_polls"] = self.failed_polls
-            result["last_poll_error"] = self.last_error
-        return result
+        return self.poll_counts(result)
 
 
 def poll_migration(client, run, clock=None):
@@ -95,11 +88,7 @@ def poll_migration(client, run, clock=None):
     try:
         record = read_migration(client, run.migration_id)
     except WPCloudAPIError as exc:
-        if exc.retry_safe:
-            run.failed_polls += 1          # read again next round; only the deadline ends the wait
-            run.last_error = exc.message
-            return
-        run.error = exc.message
+        run.poll_failed(exc)
         return
     if record is None:
         run.error = "Migration %s was not found (HTTP 404)." % run.migration_id

@@ -17,7 +17,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._args import valid
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import follow, progress_for
+from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import Polled, follow, progress_for
 from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     ALLOW_FLAG_VALUES,
@@ -28,6 +28,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
     SITE_CREATE_FIELDS,
     SITE_CREDENTIAL_FIELDS,
     SITE_RECORD_FIELDS,
+    SITE_VALUE_RULES,
     SITES_PAGE_MAX,
     as_int_or_str,
 )
@@ -181,9 +182,7 @@ def _list_sites(client, params):
 
 # -- site: create by domain, delete ---------------------------------------------------------------------------
 
-_ADMIN_USER = re.compile(r"^[A-Za-z0-9._@-]{1,60}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PHP = re.compile(r"^[0-9]+\.[0-9]+$")
+_SITE_VALUES = dict((option, (re.compile(pattern), fix)) for option, (pattern, fix) in SITE_VALUE_RULES.items())
 
 
 def _check_site_options(params):
@@ -201,24 +200,21 @@ def _check_site_options(params):
         value = params.get(name)
         if value is not None and not value.strip():
             raise ModuleFailure("%s is empty: give it, or leave it out for an existing site." % name)
-    if params.get("admin_user") is not None and not _ADMIN_USER.match(params["admin_user"]):
-        raise ModuleFailure("admin_user must be 1 to 60 letters, digits and . _ @ - (no spaces), got an invalid value.")
-    if params.get("admin_email") is not None and not _EMAIL.match(params["admin_email"].strip()):
-        raise ModuleFailure("admin_email must be an e-mail address like admin@example.com.")
+    for option, (pattern, fix) in _SITE_VALUES.items():
+        if params.get(option) is not None and not pattern.match(params[option].strip()):
+            raise ModuleFailure("%s %s." % (option, fix))
     if params.get("admin_pass") is not None and params["admin_pass"] == "":
         raise ModuleFailure("admin_pass is empty: give a password, or leave it out to have one generated.")
-    if params.get("php_version") is not None and not _PHP.match(params["php_version"]):
-        raise ModuleFailure("php_version must be a version like 8.3 (the service lists the ones it offers).")
     return domain.lower()
 
 
-class Job(object):
+class Job(Polled):
     """What a wait knows of one create-site / delete-site job."""
 
     def __init__(self, job_id, started):
-        self.job_id, self.started = job_id, started
-        self.status, self.polls, self.completed_at, self.error = None, 0, None, None
-        self.failed_polls, self.last_error = 0, None
+        super(Job, self).__init__(started)
+        self.job_id = job_id
+        self.status = None
 
     @property
     def done(self):
@@ -233,11 +229,10 @@ class Job(object):
 
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
-        result = {"job_id": self.job_id, "status": self.status, "elapsed": round(end - self.started, 3),
-                  "polls": self.polls}
+        result = {"job_id": self.job_id, "status": self.status, "elapsed": round(end - self.started, 3)}
         if self.error:
             result["error"] = self.error
-        return result
+        return self.poll_counts(result)
 
 
 def _poll_job(client, job):
@@ -245,10 +240,7 @@ def _poll_job(client, job):
     try:
         resp = client.call("job.status", job_id=job.job_id)
     except WPCloudAPIError as exc:
-        if exc.retry_safe:
-            job.failed_polls, job.last_error = job.failed_polls + 1, exc.message
-            return
-        job.error = exc.message
+        job.poll_failed(exc)
         return
     data = resp.data if isinstance(resp.data, dict) else {}
     job.status = str(data.get("_status") or data.get("status") or "unknown").lower()
@@ -396,8 +388,6 @@ def _delete(client, params, ctx, domain, record, result):
 
 def _run_sites(params, ctx):
     """The list form: each element of ``sites`` as one site, the task's options as its defaults."""
-    if params.get("domain") is not None:
-        raise ModuleFailure("domain and sites are mutually exclusive: give one site, or a list.")
     elements = params["sites"]
     domains = [str(e.get("domain") or "").strip().lower() for e in elements]
     twice = sorted(set(d for d in domains if domains.count(d) > 1))
