@@ -38,14 +38,20 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
     RUNNING_STATES,
     SECRET_FIELDS,
     SECRET_PARAMS,
+    SITE_VALUE_RULES,
     TICKET_TERMINAL,
 )
 
-# The steps of the workflow, in order; a site at stage S takes step S next.
-STEPS = ("info", "check", "allow", "create", "key", "preflight", "run")
+# The steps of the workflow, in order; a site at stage S takes step S next. "find" and "new" are
+# spec 4.5 rule 1's preferred path: a destination named by domain that the client does not have yet
+# is created with allow_site_migration (so it skips "allow", the irreversible call).
+STEPS = ("find", "new", "info", "check", "allow", "create", "key", "preflight", "run")
 DONE = "done"
-# Results of a site that is not stopped at the end of the play.
-FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked"])
+# Results of a site that is not stopped at the end of the play ("awaiting_provisioning": created, its
+# migration left to the site_provisioned webhook, playbooks/on_site_provisioned.yml).
+FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked", "awaiting_provisioning"])
+# How a site came to be a destination (the report's "destination").
+CREATED, EXISTING = "created", "existing"
 
 PREFIX = "site_migration_"
 # The migration module's options and the role variables that give them. Every message a site gets
@@ -61,6 +67,11 @@ ROLE_VARIABLES = {
     "remote_domain": "site_migration_source_domain",
     "update_secret": "site_migration_update_secret",
     "poll_interval": "site_migration_poll_interval",
+    # A new destination site's values (the site module's options).
+    "admin_user": "site_migration_admin_user",
+    "admin_email": "site_migration_admin_email",
+    "admin_pass": "site_migration_admin_pass",
+    "php_version": "site_migration_php_version",
     # The connection options, which the role takes from these variables (tasks/main.yml).
     "api_url": "wpcloud_api_url",
     "api_key": "wpcloud_api_key",
@@ -68,7 +79,10 @@ ROLE_VARIABLES = {
     "validate_certs": "wpcloud_validate_certs",
 }
 # The wait of each step ends after the role's timeout variable of that step.
-STEP_TIMEOUT = {"preflight": "site_migration_preflight_timeout", "run": "site_migration_run_timeout"}
+STEP_TIMEOUT = {"new": "site_migration_create_timeout", "preflight": "site_migration_preflight_timeout",
+                "run": "site_migration_run_timeout"}
+# The role variables that describe a site to create, by the site module's option.
+NEW_SITE = ("admin_user", "admin_email", "admin_pass", "php_version")
 # The steps that start a ticket and wait for it: what the messages call it, what to do after a timeout,
 # and what check mode would start.
 WAITED = {"preflight": ("preflight of migration %s", "Run the role again to retry.", "preflight"),
@@ -91,7 +105,14 @@ EMPTY_HINTS = {
     "docroot": "set the source's document root, or leave it unset to let the service try the common paths",
     "state_dir": "set a directory on the controller, or leave it unset for the default",
     "report_dir": "set a directory on the controller, or leave it unset for the default",
+    "client": "set the client account's identifier to create missing destination sites, or leave it unset to "
+              "migrate into existing sites only",
+    "admin_user": "set the new site's WordPress administrator user name",
+    "admin_email": "set the new site's WordPress administrator e-mail address",
+    "admin_pass": "leave it unset to have the service generate the administrator's password",
+    "php_version": "leave it unset for the service's default PHP version",
 }
+_SITE_VALUES = dict((option, (re.compile(pattern), fix)) for option, (pattern, fix) in SITE_VALUE_RULES.items())
 
 _OPTION_RE = re.compile(r"(?<![\w.-])(%s)(?![\w-])" % "|".join(sorted(ROLE_VARIABLES, key=len, reverse=True)))
 _SITE_OPTION_RE = re.compile(r"^site (?=must |is )")
@@ -205,14 +226,38 @@ def _problems(params, given, hostvars, sources):
     poll = _as(float, _value(params, "poll_interval"))
     if poll is not None and poll < MIN_POLL_INTERVAL:
         problems.append("site_migration_poll_interval must be at least %g (second; it is %s)" % (MIN_POLL_INTERVAL, poll))
-    for name in ("preflight_timeout", "run_timeout"):
+    for name in ("create_timeout", "preflight_timeout", "run_timeout"):
         value = _as(int, _value(params, name))
         if value is not None and value <= 0:
             problems.append("site_migration_%s must be a positive number of seconds (it is %s)" % (name, value))
+    problems += _new_site_problems(params, empty)
     resolved = {"source_host": source or "", "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
                 "remote_user": remote_user, "auth": auth, "install_key": bool(installs),
-                "install_become": become}
+                "install_become": become, "client": _value(params, "client"),
+                "create_wait": _as(bool, _value(params, "create_wait")) is not False}
     return problems, resolved
+
+
+def _new_site_problems(params, empty):
+    """What keeps the role from creating a missing destination site: site_migration_client asks for it,
+    and then the new site's administrator is needed; the new-site values are nothing without it."""
+    problems = []
+    given = dict((name, _value(params, name)) for name in NEW_SITE if _value(params, name) is not None)
+    if "client" in empty:
+        return problems
+    if _value(params, "client") is not None:
+        for name in ("admin_user", "admin_email"):
+            if name not in given and name not in empty:
+                problems.append("site_migration_client is set, so a destination site that does not exist is created: "
+                                "set %s%s too (or unset site_migration_client to migrate into existing sites only)"
+                                % (PREFIX, name))
+    else:
+        problems += ["%s%s describes a destination site the role creates: set site_migration_client too, or "
+                     "remove it" % (PREFIX, name) for name in NEW_SITE if name in given]
+    for name, (pattern, fix) in _SITE_VALUES.items():
+        if name in given and name not in empty and not pattern.match(str(given[name]).strip()):
+            problems.append("%s%s %s" % (PREFIX, name, fix))
+    return problems
 
 
 def _texts(value):
@@ -255,14 +300,19 @@ def lineup(inputs, hosts, spec, hostvars=None):
         if key:
             owners.setdefault(key, []).append(index)
         refresh = _as(bool, params.get("site_migration_refresh"))
+        # A site named by domain is looked for first when the role may create it (site_migration_client).
+        after_find = "info" if refresh is False else "check"
+        creatable = resolved["client"] is not None and not site.strip().isdigit()
         fleet.append(dict(
             resolved,
             host=str(host), index=index, site=site,
             source_user="%s@%s" % (resolved["remote_user"], resolved["source_host"]),
             preflight_timeout=_as(int, params.get("site_migration_preflight_timeout")),
             run_timeout=_as(int, params.get("site_migration_run_timeout")),
+            create_timeout=_as(int, params.get("site_migration_create_timeout")),
             poll_interval=_as(float, params.get("site_migration_poll_interval")),
-            stage=DONE if problems else ("info" if refresh is False else "check"),
+            after_find=after_find,
+            stage=DONE if problems else ("find" if creatable else after_find),
             result="invalid_input" if problems else None,
             problems=problems,
         ))
@@ -274,6 +324,15 @@ def lineup(inputs, hosts, spec, hostvars=None):
                 fleet[index]["problems"].append("site_migration_site %s is also the destination of host %s: give each "
                                                 "destination site one inventory host" % (fleet[index]["site"], others))
                 fleet[index].update(stage=DONE, result="invalid_input")
+    # The play's API key belongs to one client account: every site the role may create is created there.
+    clients = sorted(set(str(entry["client"]) for entry in fleet if entry["client"] is not None))
+    if len(clients) > 1:
+        for entry in fleet:
+            if entry["client"] is not None:
+                entry["problems"].append("site_migration_client differs between the sites of this play (%s): the "
+                                         "play's API key belongs to one client account; give every site the same "
+                                         "one, or run one play per client" % ", ".join(clients))
+                entry.update(stage=DONE, result="invalid_input")
     for entry in fleet:
         problems = entry.pop("problems")
         entry["message"] = ("site %s: invalid inputs: %s" % (entry["site"] or entry["host"], "; ".join(problems))
@@ -287,7 +346,9 @@ def _key(step, result):
     """The identity a step's result carries: the site, the migration, or the loop item's site."""
     if not isinstance(result, Mapping):
         return None
-    if step == "key":
+    if step == "new":
+        value = result.get("domain")
+    elif step == "key":
         item = result.get("item")
         value = item.get("site") if isinstance(item, Mapping) else None
     elif step in ("preflight", "run"):
@@ -349,25 +410,65 @@ def _ticket_failed(r, ticket, about, diagnosis):
         " | ".join(str(m) for m in ticket.get("messages") or [])))
 
 
+def _found(sites, registered):
+    """Step "find": the client's listing says which destinations exist; the others are created."""
+    r = registered if isinstance(registered, Mapping) else {}
+    listed = set(str(e.get("domain") or "").strip().lower() for e in r.get("sites") or [] if isinstance(e, Mapping))
+    for s in sites:
+        if r.get("failed") or "sites" not in r:
+            s.update(stage=DONE, result="error", message="site %s: listing the sites of site_migration_client %s "
+                     "failed: %s" % (s["site"], s["client"], role_message(r.get("msg")) or "no listing returned"))
+        elif s["site"].strip().lower() in listed:
+            s.update(stage=s["after_find"], destination=EXISTING)
+        else:
+            s.update(stage="new")
+
+
+def _created(s, r, failed, msg, who):
+    """Step "new": the destination site created with allow_site_migration (or found after all)."""
+    job = r.get("job") if isinstance(r.get("job"), Mapping) else None
+    seen = {"site_id": r.get("site_id"), "job_id": r.get("job_id"),
+            "job_status": (job or {}).get("status"), "elapsed": (job or {}).get("elapsed")}
+    if failed:
+        return {"stage": DONE, "result": "error", "new_site": seen,
+                "message": who + "creating the destination site failed: %s" % msg}
+    if r.get("operation") != "create":
+        # It exists after all (created meanwhile, or the service knows it by this domain): today's path.
+        return {"stage": s["after_find"], "destination": EXISTING}
+    if r.get("site_id") is None:
+        return {"stage": DONE, "result": "checked", "destination": CREATED, "new_site": seen,
+                "message": "check mode: the site would be created (allow_site_migration at creation), then migrated"}
+    if not s["create_wait"]:
+        return {"stage": DONE, "result": "awaiting_provisioning", "destination": CREATED, "new_site": seen,
+                "message": "created as site %s; its site_provisioned webhook starts the migration "
+                           "(wpcloud.hosting.on_site_provisioned)" % r["site_id"]}
+    return {"stage": "check", "destination": CREATED, "new_site": seen}
+
+
 def _next(step, s, r):
     """The entry keys a site gets from its result of a step."""
     failed = bool(r.get("failed") or r.get("unreachable"))
     msg = role_message(r.get("msg"), step)
     who = "site %s: " % s["site"]
+    if step == "new":
+        return _created(s, r, failed, msg, who)
     if step == "info":
         info = {"site_id": r.get("site_id"), "migration_id": r.get("migration_id"), "record": r.get("record") or {}}
         if failed:
             return {"stage": DONE, "result": "error", "message": who + "reading its migration failed: %s" % msg}
         if r.get("state") == MIGRATION_SUCCEEDED:
-            return {"stage": DONE, "result": "left_alone", "info": info,
+            return {"stage": DONE, "result": "left_alone", "info": info, "destination": s.get("destination") or EXISTING,
                     "message": "migration succeeded earlier; site_migration_refresh is false"}
-        return {"stage": "check", "info": info}
+        return {"stage": "check", "info": info, "destination": s.get("destination") or EXISTING}
     if step == "check":
-        return {"stage": DONE, "result": "invalid_input", "message": who + msg} if failed else {"stage": "allow"}
+        if failed:
+            return {"stage": DONE, "result": "invalid_input", "message": who + msg}
+        # A site created with allow_site_migration needs no call to the irreversible allow endpoint.
+        return {"stage": "create" if s.get("destination") == CREATED else "allow"}
     if step == "allow":
         if failed:
             return {"stage": DONE, "result": "error", "message": who + "allowing a migration failed: %s" % msg}
-        return {"stage": "create"}
+        return {"stage": "create", "destination": EXISTING}
     if step == "create":
         record = r.get("record") if isinstance(r.get("record"), Mapping) else {}
         migration = {"migration_id": r.get("migration_id"), "site_id": r.get("site_id"),
@@ -435,6 +536,9 @@ def advance(fleet, results, upto=None):
             continue     # the step was skipped; a result left from an earlier play is not this run's
         if results.get(step) is None:
             break        # the play ended before this step: its sites were not reached
+        if step == "find":
+            _found(sites, results[step])
+            continue
         for site, result in _pair(step, sites, results.get(step)):
             site.update(_next(step, site, result))
             if isinstance(result, Mapping) and result.get("uncertain"):
@@ -466,6 +570,24 @@ def _migrations(sites, inputs):
     return items
 
 
+def _new_sites(sites, inputs):
+    """The site module's arguments for the destinations to create (admin_pass: no_log tasks only)."""
+    if inputs is None:
+        raise AnsibleFilterError("site_migration_step: the new step needs the sites' inputs")
+    inputs = list(inputs)
+    items = []
+    for s in sites:
+        given = inputs[s["index"]]
+        item = {"domain": s["site"].strip()}
+        item.update((name, given[PREFIX + name]) for name in NEW_SITE if given.get(PREFIX + name) is not None)
+        items.append(item)
+    return {"client": sites[0]["client"], "sites": items,
+            # One wait for all: it waits when any site migrates in this run, as long as the longest timeout.
+            "wait": any(s["create_wait"] for s in sites),
+            "wait_timeout": max(s["create_timeout"] or 1 for s in sites),
+            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites)}
+
+
 def step(fleet, name, results=None, inputs=None):
     """What step ``name`` does: its module arguments for the sites at that stage (see the doc)."""
     if name not in STEPS + ("stop",):
@@ -475,7 +597,11 @@ def step(fleet, name, results=None, inputs=None):
         return {"hosts": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS)}
     sites = [s for s in fleet if s.get("stage") == name]
     todo = {"count": len(sites)}
-    if name in ("info", "allow"):
+    if name == "find":
+        todo["client"] = sites[0]["client"] if sites else None
+    elif name == "new":
+        todo.update(_new_sites(sites, inputs) if sites else {"client": None, "sites": []})
+    elif name in ("info", "allow"):
         todo["sites"] = [s["site"] for s in sites]
     elif name in ("check", "create"):
         todo["migrations"] = _migrations(sites, inputs) if sites else []
@@ -513,6 +639,9 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         sites.append({
             "host": host,
             "site": s.get("site", host),
+            # How the destination came to be: created by this run (rule 1's preferred path), or existing.
+            "destination": s.get("destination"),
+            "new_site": s.get("new_site"),
             "site_id": m["site_id"] if "site_id" in m else info.get("site_id"),
             "migration_id": m.get("migration_id") or info.get("migration_id"),
             "operation": m.get("operation"),
@@ -528,9 +657,11 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
             "uncertain": s.get("uncertain") or [],
             "message": message,
         })
-    counts = {}
+    counts, destinations = {}, {}
     for entry in sites:
         counts[entry["result"]] = counts.get(entry["result"], 0) + 1
+        if entry["destination"]:
+            destinations[entry["destination"]] = destinations.get(entry["destination"], 0) + 1
 
     def longest(phase):
         return max([e[phase]["elapsed"] for e in sites if e[phase] and e[phase].get("elapsed")] or [0])
@@ -538,6 +669,7 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "sites_total": len(sites),
         "counts": dict(sorted(counts.items())),
+        "destinations": dict(sorted(destinations.items())),
         "preflight_wait_seconds": longest("preflight"),
         "run_wait_seconds": longest("run"),
         "refresh": bool(_as(bool, refresh)),

@@ -607,6 +607,99 @@ def test_ten_sites_in_one_play_wait_together(run, emu):
     print("per-site tasks (ok+skipped, one non-first site):", per_site[0], "elapsed %.1fs" % proc.elapsed)
 
 
+# --------------------------------------------------------------------------- new destination sites (rule 1)
+
+def test_missing_destinations_are_created_with_the_flag_all_at_once_and_migrated(run, emu):
+    """Fifty destinations named by domain that the client lacks are created in one task with
+    allow_site_migration (no allow call for them); two existing ones take the allow path. A re-run
+    with refresh false creates and writes nothing; --check on new domains writes nothing."""
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 1},
+                                  "run": {"outcome": "success", "duration": 2}}})
+    tag = secrets.token_hex(3)
+    new = {"new%02d-%s.example" % (i, tag): {} for i in range(50)}
+    old = {"old%d-%s.example" % (i, tag): {"site_migration_site": str(_site(emu, allow=False))} for i in range(2)}
+    admin_pass = "new-site-admin-pass-%s" % secrets.token_hex(8)
+    site_vars = {"site_migration_source_host": "src.example", "site_migration_install_key": False,
+                 "site_migration_client": emu.client, "site_migration_admin_user": "admin",
+                 "site_migration_admin_email": "admin@example.com", "site_migration_php_version": "8.3"}
+    run.inventory(emu, dict(new, **old), {"src.example": {"ansible_user": "www"}}, site_vars=site_vars)
+    run.vault_host_vars("new00-%s.example" % tag, {"site_migration_admin_pass": admin_pass})
+    since = emu.requests_log()[-1]["seq"] if emu.requests_log() else 0
+    proc = run.play(extra=["-f", "20"])
+    assert proc.returncode == 0, _explain(proc)
+    log = emu.requests_log(since)
+    creates = _writes(log, "site.create")
+    assert len(creates) == 50
+    assert all("meta[allow_site_migration]" in e["params"] for e in creates), creates[0]
+    assert sorted(e["path"].rsplit("/", 1)[1] for e in _writes(log, "site.allow_migration")) == sorted(
+        v["site_migration_site"] for v in old.values())
+    assert len(_writes(log, "migration.create")) == 52 and len(_writes(log, "migration.ready")) == 52
+    assert _count(log, "site.list") == 2      # one listing page finds them all, an empty page ends it
+    assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Create the missing destination sites") == 1
+    assert admin_pass not in proc.stdout + proc.stderr
+    report, by_host = run.last_report()
+    assert report["counts"] == {"succeeded": 52} and report["destinations"] == {"created": 50, "existing": 2}
+    assert all(by_host[h]["destination"] == "created" and by_host[h]["new_site"]["job_status"] == "success"
+               for h in new)
+    assert admin_pass not in json.dumps(report)
+
+    # A re-run that leaves finished migrations alone: nothing created, nothing written.
+    since = log[-1]["seq"]
+    proc = run.play(extra=["-f", "20", "-e", "site_migration_refresh=false"])
+    assert proc.returncode == 0, _explain(proc)
+    assert _writes(emu.requests_log(since)) == []
+    report, by_host = run.last_report()
+    assert report["counts"] == {"left_alone": 52} and report["destinations"] == {"existing": 52}
+
+    # --check with destinations that do not exist yet: nothing written, each says what would happen.
+    fresh = {"fresh%d-%s.example" % (i, tag): {} for i in range(3)}
+    run.inventory(emu, fresh, {"src.example": {"ansible_user": "www"}}, site_vars=site_vars)
+    since = emu.requests_log()[-1]["seq"]
+    proc = run.play(extra=["--check"])
+    assert proc.returncode == 0, _explain(proc)
+    assert _writes(emu.requests_log(since)) == []
+    report, by_host = run.last_report()
+    assert {s["result"] for s in by_host.values()} == {"checked"}
+    assert all("would be created" in s["message"] for s in by_host.values())
+
+
+def test_a_new_destination_left_to_its_webhook_is_created_and_not_migrated(run, emu):
+    tag = secrets.token_hex(3)
+    run.inventory(emu, {"later-%s.example" % tag: {}}, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False,
+                             "site_migration_client": emu.client, "site_migration_admin_user": "admin",
+                             "site_migration_admin_email": "admin@example.com", "site_migration_create_wait": False})
+    since = emu.requests_log()[-1]["seq"] if emu.requests_log() else 0
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    log = emu.requests_log(since)
+    assert len(_writes(log, "site.create")) == 1 and _writes(log, "migration.create") == []
+    assert _count(log, "job.status") == 0                     # nothing waits for the job
+    dummy, by_host = run.last_report()
+    assert by_host["later-%s.example" % tag]["result"] == "awaiting_provisioning"
+
+
+def test_new_destination_inputs_are_refused_by_their_role_variable_before_any_write(run, emu):
+    tag = secrets.token_hex(3)
+    sites = {"a-%s.example" % tag: {"site_migration_admin_email": "nobody"},
+             "b-%s.example" % tag: {"site_migration_admin_user": None},
+             "c-%s.example" % tag: {"site_migration_client": None}}
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False,
+                             "site_migration_client": emu.client, "site_migration_admin_user": "admin",
+                             "site_migration_admin_email": "admin@example.com"})
+    since = emu.requests_log()[-1]["seq"] if emu.requests_log() else 0
+    proc = run.play()
+    assert proc.returncode != 0
+    assert _writes(emu.requests_log(since)) == []
+    dummy, by_host = run.last_report()
+    assert "site_migration_admin_email must be an e-mail address" in by_host["a-%s.example" % tag]["message"]
+    assert "set site_migration_admin_user too" in by_host["b-%s.example" % tag]["message"]
+    # c names no client, so its new-site values describe nothing: refused, not ignored
+    assert "site_migration_admin_user describes a destination site the role creates: set site_migration_client" \
+        in by_host["c-%s.example" % tag]["message"]
+
+
 # --------------------------------------------------------------------------- configure_webhooks
 
 def test_configure_webhooks_sets_url_and_key_without_showing_the_key(run, emu):

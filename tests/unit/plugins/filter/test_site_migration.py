@@ -417,14 +417,16 @@ def test_a_step_that_did_not_run_leaves_its_sites_not_reached():
 
 def test_the_vocabulary_comes_from_module_utils():
     for name in ("RUNNING_STATES", "FAILED_STATES", "MIGRATION_SUCCEEDED", "TICKET_TERMINAL", "SECRET_FIELDS",
-                 "SECRET_PARAMS", "MIN_POLL_INTERVAL"):
+                 "SECRET_PARAMS", "MIN_POLL_INTERVAL", "SITE_VALUE_RULES"):
         assert getattr(sm, name) is getattr(_vocabulary, name), name
 
 
 # ----------------------------------------------------------------------------------------- report and stop
 
-REPORT_KEYS = {"generated", "sites_total", "counts", "preflight_wait_seconds", "run_wait_seconds", "refresh", "sites"}
-SITE_KEYS = {"host", "site", "site_id", "migration_id", "operation", "updated_fields", "auth", "remote",
+REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds",
+               "refresh", "sites"}
+SITE_KEYS = {"host", "site", "destination", "new_site", "site_id", "migration_id", "operation", "updated_fields",
+             "auth", "remote",
              "key_installed", "preflight", "run", "duration", "result", "diagnosis", "uncertain", "message"}
 
 
@@ -481,3 +483,116 @@ def test_a_preflight_followed_by_the_migrations_state_goes_on_to_the_run():
     ended = sm.advance(fleet, done, upto="run")
     assert ended[0]["stage"] == "run" and ended[0]["preflight"]["already_running"] is True
     assert ended[1]["result"] == "preflight_failed" and "followed by its migration's state" in ended[1]["message"]
+
+
+# ------------------------------------------------------------------------- new destination sites
+
+NEW = {"site_migration_client": "demo", "site_migration_admin_user": "admin",
+       "site_migration_admin_email": "admin@example.com"}
+ADMIN_PASS = "new-site admin pass 5f1e"
+
+
+def _listing(*domains, **whole):
+    return dict({"changed": False, "client": "demo", "count": len(domains),
+                 "sites": [{"site_id": 100 + i, "domain": d} for i, d in enumerate(domains)]}, **whole)
+
+
+def _site_created(domain, site_id, job="success", operation="create"):
+    return {"domain": domain, "site_id": site_id, "operation": operation, "changed": operation == "create",
+            "failed": False, "job_id": 70 if site_id else None,
+            "job": {"job_id": 70, "status": job, "elapsed": 3.0} if site_id else None}
+
+
+def test_a_site_named_by_domain_is_looked_for_only_when_the_role_may_create_it():
+    fleet, dummy = line_up(dict(NEW, site_migration_site="new.example"), dict(NEW, site_migration_site="1002"),
+                           {"site_migration_site": "old.example"})
+    assert [e["stage"] for e in fleet] == ["find", "check", "check"]
+    assert sm.step(fleet, "find", {}) == {"count": 1, "client": "demo"}
+
+
+def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
+    fleet, given = line_up(dict(NEW, site_migration_site="new.example", site_migration_admin_pass=ADMIN_PASS,
+                                site_migration_php_version="8.3"),
+                           dict(NEW, site_migration_site="Old.Example"),
+                           dict(NEW, site_migration_site="two.example", site_migration_create_timeout=60))
+    done = {"find": _listing("old.example")}
+    todo = sm.step(fleet, "new", done, given)
+    assert todo == {"count": 2, "client": "demo", "wait": True, "wait_timeout": 900, "poll_interval": 1.0,
+                    "sites": [{"domain": "new.example", "admin_user": "admin", "admin_email": "admin@example.com",
+                               "admin_pass": ADMIN_PASS, "php_version": "8.3"},
+                              {"domain": "two.example", "admin_user": "admin", "admin_email": "admin@example.com"}]}
+    done["new"] = results(_site_created("two.example", 202), _site_created("new.example", 201))
+    assert sm.step(fleet, "check", done, given)["count"] == 3
+    done["check"] = results({"site": "new.example"}, {"site": "Old.Example"}, {"site": "two.example"})
+    assert sm.step(fleet, "allow", done)["sites"] == ["Old.Example"]          # the irreversible call: old only
+    done["allow"] = results({"site": "old.example"})
+    assert sm.step(fleet, "create", done, given)["count"] == 3
+    ended = sm.advance(fleet, done)
+    assert [(e["destination"], e["stage"]) for e in ended] == [("created", "create"), ("existing", "create"),
+                                                                ("created", "create")]
+    assert ended[0]["new_site"] == {"site_id": 201, "job_id": 70, "job_status": "success", "elapsed": 3.0}
+    assert ADMIN_PASS not in json.dumps(fleet) and ADMIN_PASS not in json.dumps(ended)
+
+
+def test_a_site_the_listing_missed_but_that_exists_takes_the_usual_path():
+    fleet, given = line_up(dict(NEW, site_migration_site="alias.example"))
+    done = {"find": _listing(), "new": results(_site_created("alias.example", 300, operation="none"))}
+    ended = sm.advance(fleet, done)
+    assert ended[0]["stage"] == "check" and ended[0]["destination"] == "existing"
+
+
+def test_without_waiting_a_created_site_is_left_to_its_webhook():
+    fleet, given = line_up(dict(NEW, site_migration_site="later.example", site_migration_create_wait=False))
+    done = {"find": _listing()}
+    assert sm.step(fleet, "new", done, given)["wait"] is False
+    done["new"] = results(_site_created("later.example", 401, job=None))
+    ended = sm.advance(fleet, done)
+    assert ended[0]["result"] == "awaiting_provisioning" and "site_provisioned" in ended[0]["message"]
+    assert sm.step(fleet, "stop", done) == {"hosts": {}}          # a fine result: not stopped
+    rep = sm.report(fleet, ["dest0.example"], done)
+    assert rep["destinations"] == {"created": 1} and rep["counts"] == {"awaiting_provisioning": 1}
+
+
+def test_check_mode_says_the_site_would_be_created():
+    fleet, given = line_up(dict(NEW, site_migration_site="new.example"))
+    done = {"find": _listing(), "new": results(_site_created("new.example", None))}
+    ended = sm.advance(fleet, done)
+    assert ended[0]["result"] == "checked" and "would be created" in ended[0]["message"]
+
+
+def test_a_failed_listing_or_create_stops_its_sites_in_role_words():
+    fleet, given = line_up(dict(NEW, site_migration_site="a.example"), dict(NEW, site_migration_site="b.example"))
+    failed = sm.advance(fleet, {"find": {"failed": True, "msg": "client demo is not the client of this API key"}})
+    assert [e["result"] for e in failed] == ["error", "error"]
+    assert "listing the sites of site_migration_client demo failed" in failed[0]["message"]
+    done = {"find": _listing(), "new": results(
+        {"domain": "a.example", "failed": True, "msg": "admin_email must be an e-mail address like admin@example.com."},
+        _site_created("b.example", 501))}
+    ended = sm.advance(fleet, done)
+    assert ended[0]["result"] == "error"
+    assert "site_migration_admin_email must be an e-mail address" in ended[0]["message"]
+    assert ended[1]["stage"] == "check"
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({"site_migration_client": "demo"}, "set site_migration_admin_user too"),
+    ({"site_migration_client": "demo", "site_migration_admin_user": "admin"}, "set site_migration_admin_email too"),
+    ({"site_migration_admin_email": "a@example.com"},
+     "site_migration_admin_email describes a destination site the role creates: set site_migration_client too"),
+    (dict(NEW, site_migration_admin_user="web admin"), "site_migration_admin_user must be 1 to 60 letters"),
+    (dict(NEW, site_migration_admin_email="nobody"), "site_migration_admin_email must be an e-mail address"),
+    (dict(NEW, site_migration_php_version="eight"), "site_migration_php_version must be a version like 8.3"),
+    (dict(NEW, site_migration_client=" "), "site_migration_client is empty"),
+    (dict(NEW, site_migration_admin_pass=""), "site_migration_admin_pass is empty"),
+    (dict(NEW, site_migration_create_timeout=0), "site_migration_create_timeout must be a positive number"),
+])
+def test_new_site_inputs_are_refused_by_their_variable_before_any_call(given, expected):
+    fleet, dummy = line_up(dict(given, site_migration_site="new.example"))
+    assert fleet[0]["result"] == "invalid_input" and expected in fleet[0]["message"], fleet[0]["message"]
+
+
+def test_one_client_per_play():
+    fleet, dummy = line_up(dict(NEW, site_migration_site="a.example"),
+                           dict(NEW, site_migration_site="b.example", site_migration_client="other"))
+    assert [e["result"] for e in fleet] == ["invalid_input", "invalid_input"]
+    assert "site_migration_client differs between the sites of this play (demo, other)" in fleet[0]["message"]
