@@ -15,6 +15,8 @@ says. Each filter is documented in the .yml file of its name next to this one.
 * ``site_migration_step``: the arguments of one step's module call for the sites that take it, with
   the fleet advanced through the registered results of the steps before it.
 * ``site_migration_report``: the report of the run (one entry per host of the play).
+* ``site_migration_waiting``: the destinations the role created and left to their ``site_provisioned``
+  webhook (``site_migration_create_wait: false``), for the playbook that event runs.
 
 A site's stage is the next step it takes (``STEPS``) or ``done``, with a ``result`` and a message that
 names the site, the role variable (never the module option) and the fix.
@@ -677,6 +679,27 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
     }
 
 
+# ----------------------------------------------------------------------------------------- webhook
+
+def waiting(hosts, hostvars, site=None):
+    """The inventory hosts whose destination waits for its site_provisioned webhook (see the doc):
+    each ``{host, site}``; given the provisioned site (``site_id``, ``domain``), only the hosts that name it."""
+    found = []
+    for host in hosts or []:
+        host_vars = hostvars[host] if hostvars is not None and host in hostvars else {}
+        wait = host_vars.get(PREFIX + "create_wait") if hasattr(host_vars, "get") else None
+        if wait is None or _as(bool, wait) is not False:
+            continue
+        name = host_vars.get(PREFIX + "site")
+        found.append({"host": str(host), "site": str(host if name is None else name).strip()})
+    if site is None:
+        return found
+    if not isinstance(site, Mapping):
+        raise AnsibleFilterError("site_migration_waiting: site must be a site_info result (site_id, domain)")
+    names = set(str(site.get(k)).strip().lower() for k in ("site_id", "domain") if site.get(k) is not None)
+    return [entry for entry in found if entry["site"].lower() in names]
+
+
 class FilterModule:
     """The workflow of the role wpcloud.hosting.site_migration."""
 
@@ -685,4 +708,5 @@ class FilterModule:
             "site_migration_lineup": lineup,
             "site_migration_step": step,
             "site_migration_report": report,
+            "site_migration_waiting": waiting,
         }

@@ -59,7 +59,7 @@ def results(*items, **whole):
 
 def test_the_filters_are_registered():
     assert sm.FilterModule().filters() == {"site_migration_lineup": sm.lineup, "site_migration_step": sm.step,
-                                           "site_migration_report": sm.report}
+                                           "site_migration_report": sm.report, "site_migration_waiting": sm.waiting}
 
 
 def test_a_valid_site_is_resolved_from_its_source_host():
@@ -596,3 +596,19 @@ def test_one_client_per_play():
                            dict(NEW, site_migration_site="b.example", site_migration_client="other"))
     assert [e["result"] for e in fleet] == ["invalid_input", "invalid_input"]
     assert "site_migration_client differs between the sites of this play (demo, other)" in fleet[0]["message"]
+
+
+def test_the_webhook_finds_only_the_destinations_left_to_it():
+    hostvars = {"a.example": {"site_migration_create_wait": False},
+                "b.example": {"site_migration_create_wait": "false", "site_migration_site": "4711"},
+                "c.example": {"site_migration_create_wait": True},
+                "d.example": {}}
+    hosts = ["a.example", "b.example", "c.example", "d.example", "gone.example"]
+    assert sm.waiting(hosts, hostvars) == [{"host": "a.example", "site": "a.example"},
+                                           {"host": "b.example", "site": "4711"}]
+    assert sm.waiting(hosts, hostvars, {"site_id": 9, "domain": "A.Example"}) == [{"host": "a.example",
+                                                                                 "site": "a.example"}]
+    assert sm.waiting(hosts, hostvars, {"site_id": 4711, "domain": "other.example"})[0]["host"] == "b.example"
+    assert sm.waiting(hosts, hostvars, {"site_id": 5, "domain": "c.example"}) == []
+    with pytest.raises(AnsibleFilterError, match="site must be a site_info result"):
+        sm.waiting(hosts, hostvars, "a.example")
