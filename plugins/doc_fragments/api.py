@@ -52,6 +52,17 @@ options:
       - Upper bound, in seconds, on the time spent retrying one request (jittered, capped exponential backoff).
     type: int
     default: 120
+  rate_limit:
+    description:
+      - Most requests per second this task sends, all its concurrent calls and polls together, spaced evenly.
+        V(0) (the default) sets no ceiling; the service's own limits are not documented.
+      - Whatever the ceiling, an HTTP 429 pauses every call of the task for the C(Retry-After) the service gave
+        (else the backoff), not only the call that got it.
+      - The ceiling is per task. Runs that share one account at the same time (AWX job slices, several
+        playbooks) each get their own, so give each its share (the account's ceiling divided by the runs).
+      - If not set, the value of the E(WPCLOUD_RATE_LIMIT) environment variable is used.
+    type: float
+    default: 0
 requirements:
   - requests (Python library, on the controller)
 notes:

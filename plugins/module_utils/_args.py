@@ -41,6 +41,7 @@ API_ARGUMENT_SPEC = dict(
     timeout=dict(type="int", default=DEFAULT_TIMEOUT),
     retries=dict(type="int", default=DEFAULT_RETRIES),
     retry_timeout=dict(type="int", default=DEFAULT_RETRY_TIMEOUT),
+    rate_limit=dict(type="float", default=0, fallback=(env_fallback, ["WPCLOUD_RATE_LIMIT"])),
 )
 
 # The wait contract of the modules that start or wait on response tickets.
@@ -94,6 +95,8 @@ def validate_connection_options(params):
             raise ModuleFailure("%s must be a positive number of seconds." % name)
     if params.get("retries") is not None and not 0 <= params["retries"] <= 20:
         raise ModuleFailure("retries must be between 0 (no retries) and 20.")
+    if params.get("rate_limit") is not None and params["rate_limit"] < 0:
+        raise ModuleFailure("rate_limit must be a number of requests per second, or 0 for no ceiling.")
 
 
 def wait_options(params):

@@ -16,7 +16,10 @@ What it owns: the operation table (method and path of every call, and whether it
   or timed out before anything was sent, or the service answered 429;
 * a write whose effect is unknown (read timeout, reset after sending, any 5xx) is never repeated
   here: the error says ``effect: unknown`` and the module resolves it by reading the state the write
-  would have changed (module_utils/_uncertain.py).
+  would have changed (module_utils/_uncertain.py);
+* being a good citizen at fleet scale: every request of the client (all threads of a task) passes
+  one gate (``Pace``): an optional ceiling on requests per second (``rate_limit``), and after a 429
+  a pause that holds every worker of the client, not only the one that got it.
 
 Credentials never travel in a URL: operations that carry parameters use form bodies.
 """
@@ -246,6 +249,59 @@ def _retry_after(headers):
         return None
 
 
+class Pace(object):
+    """The client-wide gate every request passes: at most ``rate`` requests a second, spaced evenly
+    (0: no ceiling), and no request while a 429's pause lasts. Thread-safe; one per client."""
+
+    def __init__(self, rate=0, clock=None, sleep=None):
+        self.rate = float(rate or 0)
+        self.clock, self.sleep = clock or time.monotonic, sleep or time.sleep
+        if sleep is not None and clock is None:
+            # A sleep that does not really sleep (tests): the gate's clock moves only with it.
+            self._skipped = 0.0
+            self.clock = lambda: self._skipped
+            self.sleep = self._skip_and(sleep)
+        self._next = 0.0              # the earliest moment the next request may go
+        self._paused_until = 0.0
+        self._lock = threading.Lock()
+        self.waited = 0.0             # seconds requests spent at the gate (ceiling and pauses)
+        self.pauses = 0               # 429s that paused the whole client
+
+    def _skip_and(self, sleep):
+        def skip(seconds):
+            self._skipped += seconds
+            sleep(seconds)
+        return skip
+
+    def pause(self, seconds):
+        """A 429: every worker of the client waits ``seconds`` from now."""
+        with self._lock:
+            self.pauses += 1
+            self._paused_until = max(self._paused_until, self.clock() + max(0.0, seconds))
+
+    def admit(self):
+        """Block until this request may go (its slot under the ceiling, after any pause)."""
+        while True:
+            with self._lock:
+                now = self.clock()
+                paused = self._paused_until - now
+                if paused > 0:
+                    self.waited += paused
+                else:
+                    start = max(now, self._next) if self.rate > 0 else now
+                    if self.rate > 0:
+                        self._next = start + 1.0 / self.rate
+                    wait = start - now
+                    self.waited += wait
+            if paused > 0:
+                # Wait the pause out, then take a slot like everyone else (another 429 may extend it).
+                self.sleep(paused)
+                continue
+            if wait > 0:
+                self.sleep(wait)
+            return
+
+
 class WPCloudClient(object):
     """Calls the partner API. One instance per task; reads share a keep-alive session.
 
@@ -255,7 +311,7 @@ class WPCloudClient(object):
 
     def __init__(self, api_url=DEFAULT_API_URL, api_key=None, validate_certs=True, ca_path=None,
                  timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES, retry_timeout=DEFAULT_RETRY_TIMEOUT,
-                 user_agent=None, on_retry=None, sleep=None, secrets=None):
+                 user_agent=None, on_retry=None, sleep=None, secrets=None, rate_limit=0):
         if not HAS_REQUESTS:
             raise WPCloudAPIError("The Python library 'requests' is required on the controller "
                                   "(pip install requests).")
@@ -273,6 +329,7 @@ class WPCloudClient(object):
         self.user_agent = user_agent or ("wpcloud.hosting/%s" % version if version else "wpcloud.hosting")
         self.on_retry = on_retry
         self.sleep = sleep
+        self.pace = Pace(rate_limit, sleep=sleep)
         self.calls = []  # (operation, status) of every attempt, for results and tests
         self._session = None
         self._lock = threading.Lock()
@@ -327,10 +384,11 @@ class WPCloudClient(object):
         attempt = 0
         while True:
             attempt += 1
-            delay = None
+            delay, paused = None, False
             # Writes go on a fresh connection: a stale keep-alive connection that fails while
             # sending would leave the effect of the write unknown.
             session = self._new_session() if kind == WRITE else self._read_session()
+            self.pace.admit()
             try:
                 # verify is passed per request: requests would otherwise let REQUESTS_CA_BUNDLE or
                 # CURL_CA_BUNDLE from the environment override ca_path.
@@ -370,6 +428,12 @@ class WPCloudClient(object):
                 if resp.status_code not in retry_status:
                     raise error
                 delay = _retry_after(resp.headers)
+                paused = resp.status_code == 429
+                if paused:
+                    # The service asks this client to slow down: every worker waits, not only this one.
+                    if delay is None:
+                        delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * random.uniform(0.5, 1.0)
+                    self.pace.pause(delay)
             finally:
                 if kind == WRITE:
                     session.close()
@@ -382,7 +446,8 @@ class WPCloudClient(object):
             if self.on_retry is not None:
                 self.on_retry("%s: %s; retrying in %.1fs (attempt %d of %d)" % (
                     operation, error.message, delay, attempt + 1, self.retries + 1))
-            (self.sleep or time.sleep)(delay)
+            if not paused:         # after a 429 the gate holds this request with all the others
+                (self.sleep or time.sleep)(delay)
 
     def _describe(self, exc):
         """What went wrong with the connection, in words (never the exception's text, which may hold data)."""

@@ -64,7 +64,8 @@ class ModuleContext(object):
                     self._client = WPCloudClient(
                         api_url=p["api_url"], api_key=p["api_key"], validate_certs=p["validate_certs"],
                         ca_path=p.get("ca_path"), timeout=p["timeout"], retries=p["retries"],
-                        retry_timeout=p["retry_timeout"], on_retry=self.warn, secrets=self.secrets)
+                        retry_timeout=p["retry_timeout"], on_retry=self.warn, secrets=self.secrets,
+                        rate_limit=p.get("rate_limit") or 0)
                 except WPCloudAPIError as exc:
                     raise ModuleFailure(exc.message)
             return self._client

@@ -5,11 +5,15 @@ rules, TLS and connection failures, secrets. The same over real HTTPS: tests/sys
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     OPERATIONS,
     WRITE,
+    Pace,
     WPCloudAPIError,
     WPCloudClient,
     parse_envelope,
@@ -318,3 +322,72 @@ def test_a_client_without_a_key_is_refused():
     with pytest.raises(WPCloudAPIError) as info:
         WPCloudClient(api_key="")
     assert "api_key is required" in info.value.message and "WPCLOUD_API_KEY" in info.value.message
+
+
+# -- being a good citizen: the client-wide gate --------------------------------------------------------
+
+def test_the_ceiling_spaces_requests_evenly():
+    now, naps = [100.0], []
+
+    def sleep(seconds):
+        naps.append(round(seconds, 6))
+        now[0] += seconds
+    pace = Pace(rate=4, clock=lambda: now[0], sleep=sleep)
+    for dummy in range(5):
+        pace.admit()
+    assert naps == [0.25, 0.25, 0.25, 0.25] and now[0] == 101.0     # 5 requests in 1 s at 4/s
+    assert Pace(rate=0, clock=lambda: now[0], sleep=sleep).admit() is None and len(naps) == 4
+
+
+def test_a_pause_holds_every_request_until_it_ends():
+    now, naps = [0.0], []
+
+    def sleep(seconds):
+        naps.append(seconds)
+        now[0] += seconds
+    pace = Pace(rate=0, clock=lambda: now[0], sleep=sleep)
+    pace.pause(2.0)
+    pace.pause(1.0)                        # a shorter pause never shortens the one that holds
+    pace.admit()
+    assert naps == [2.0] and pace.pauses == 2 and pace.waited == 2.0
+
+
+def test_a_429_slows_down_every_worker_of_the_client_not_only_the_one_that_got_it(fake_api, client_for):
+    fake_api.add_site("1001")
+    fake_api.fault("site.get", status=429, retry_after=1)
+    client = client_for(sleep=None)                      # real time: two threads
+    got = threading.Event()
+    timings = {}
+
+    def first():
+        client.call("site.get", site="1001")
+
+    def second():
+        got.wait(5)
+        started = time.monotonic()
+        client.call("site_meta.get", site="1001", key="allow_site_migration")
+        timings["second"] = time.monotonic() - started
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while not any(c["status"] == 429 for c in fake_api.log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    got.set()
+    for thread in threads:
+        thread.join(10)
+    assert timings["second"] >= 0.8, timings        # held by the pause the other call's 429 started
+    assert client.pace.pauses == 1
+    assert statuses(fake_api)[0] == ("site.get", 429)
+
+
+def test_the_ceiling_holds_for_concurrent_calls(fake_api, client_for):
+    fake_api.add_site("1001")
+    client = client_for(sleep=None, rate_limit=20)
+    started = time.monotonic()
+    threads = [threading.Thread(target=client.call, args=("site.get",), kwargs={"site": "1001"}) for dummy in range(21)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(fake_api.log) == 21 and time.monotonic() - started >= 0.95     # 21 requests at 20/s: >= 1 s
