@@ -15,6 +15,8 @@ says. Each filter is documented in the .yml file of its name next to this one.
 * ``site_migration_step``: the arguments of one step's module call for the sites that take it, with
   the fleet advanced through the registered results of the steps before it.
 * ``site_migration_report``: the report of the run (one entry per host of the play).
+* ``site_migration_report_merge``: one fleet report from the reports of runs over parts of it (AWX
+  job slices), refusing a host that two of them report.
 * ``site_migration_waiting``: the destinations the role created and left to their ``site_provisioned``
   webhook (``site_migration_create_wait: false``), for the playbook that event runs.
 
@@ -679,6 +681,41 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
     }
 
 
+def merge_reports(reports, generated=None):
+    """One fleet report from the reports of runs over disjoint parts of the fleet (see the doc)."""
+    if isinstance(reports, Mapping):
+        reports = [v for k, v in sorted(reports.items())]       # set_stats artifacts: name -> report
+    reports = list(reports or [])
+    if not reports:
+        raise AnsibleFilterError("site_migration_report_merge: no report to merge")
+    sites, owner, counts, destinations = [], {}, {}, {}
+    for number, rep in enumerate(reports, 1):
+        if not isinstance(rep, Mapping) or not isinstance(rep.get("sites"), list):
+            raise AnsibleFilterError("site_migration_report_merge: item %d is not a site_migration report" % number)
+        for entry in rep["sites"]:
+            host = entry.get("host")
+            if host in owner:
+                raise AnsibleFilterError("site_migration_report_merge: host %s is in reports %d and %d: each run "
+                                         "(slice) must cover its own hosts" % (host, owner[host], number))
+            owner[host] = number
+            sites.append(entry)
+        for total, part in ((counts, rep.get("counts") or {}), (destinations, rep.get("destinations") or {})):
+            for key, value in part.items():
+                total[key] = total.get(key, 0) + int(value)
+    refresh = sorted(set(bool(rep.get("refresh")) for rep in reports))
+    return {
+        "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "merged_from": [rep.get("generated") for rep in reports],
+        "sites_total": len(sites),
+        "counts": dict(sorted(counts.items())),
+        "destinations": dict(sorted(destinations.items())),
+        "preflight_wait_seconds": max(float(rep.get("preflight_wait_seconds") or 0) for rep in reports),
+        "run_wait_seconds": max(float(rep.get("run_wait_seconds") or 0) for rep in reports),
+        "refresh": refresh[0] if len(refresh) == 1 else refresh,
+        "sites": sorted(sites, key=lambda e: str(e.get("host"))),
+    }
+
+
 # ----------------------------------------------------------------------------------------- webhook
 
 def waiting(hosts, hostvars, site=None):
@@ -708,5 +745,6 @@ class FilterModule:
             "site_migration_lineup": lineup,
             "site_migration_step": step,
             "site_migration_report": report,
+            "site_migration_report_merge": merge_reports,
             "site_migration_waiting": waiting,
         }

@@ -59,7 +59,8 @@ def results(*items, **whole):
 
 def test_the_filters_are_registered():
     assert sm.FilterModule().filters() == {"site_migration_lineup": sm.lineup, "site_migration_step": sm.step,
-                                           "site_migration_report": sm.report, "site_migration_waiting": sm.waiting}
+                                           "site_migration_report": sm.report, "site_migration_waiting": sm.waiting,
+                                           "site_migration_report_merge": sm.merge_reports}
 
 
 def test_a_valid_site_is_resolved_from_its_source_host():
@@ -612,3 +613,36 @@ def test_the_webhook_finds_only_the_destinations_left_to_it():
     assert sm.waiting(hosts, hostvars, {"site_id": 5, "domain": "c.example"}) == []
     with pytest.raises(AnsibleFilterError, match="site must be a site_info result"):
         sm.waiting(hosts, hostvars, "a.example")
+
+
+# ----------------------------------------------------------------------------------------- slices
+
+def _slice_report(hosts, result="succeeded", wait=2.0, generated="T"):
+    rep = {"generated": generated, "sites_total": len(hosts), "counts": {result: len(hosts)},
+           "destinations": {"existing": len(hosts)}, "preflight_wait_seconds": wait, "run_wait_seconds": wait * 2,
+           "refresh": True, "sites": [{"host": h, "result": result} for h in hosts]}
+    return rep
+
+
+def test_slice_reports_merge_into_one_fleet_report():
+    merged = sm.merge_reports([_slice_report(["d.example", "b.example"], wait=3.0, generated="T1"),
+                               _slice_report(["c.example"], result="run_failed", generated="T2"),
+                               _slice_report(["a.example"], generated="T3")], generated="NOW")
+    assert merged["sites_total"] == 4 and [s["host"] for s in merged["sites"]] == ["a.example", "b.example",
+                                                                                    "c.example", "d.example"]
+    assert merged["counts"] == {"run_failed": 1, "succeeded": 3} and merged["destinations"] == {"existing": 4}
+    assert merged["preflight_wait_seconds"] == 3.0 and merged["run_wait_seconds"] == 6.0
+    assert merged["merged_from"] == ["T1", "T2", "T3"] and merged["refresh"] is True
+    assert set(merged) == REPORT_KEYS | {"merged_from"}
+    # set_stats artifacts (name -> report), as a workflow node after a sliced job receives them
+    artifacts = {"site_migration_report_2": _slice_report(["x.example"]), "site_migration_report_1": _slice_report(["y.example"])}
+    assert sm.merge_reports(artifacts)["sites_total"] == 2
+
+
+def test_a_host_in_two_slices_is_refused():
+    with pytest.raises(AnsibleFilterError, match="host b.example is in reports 1 and 2"):
+        sm.merge_reports([_slice_report(["a.example", "b.example"]), _slice_report(["b.example"])])
+    with pytest.raises(AnsibleFilterError, match="no report to merge"):
+        sm.merge_reports([])
+    with pytest.raises(AnsibleFilterError, match="item 1 is not a site_migration report"):
+        sm.merge_reports([{"sites": "x"}])
