@@ -15,9 +15,45 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2.0
+
+
+def scale(results, out):
+    """Interleaved repeats (run.py --repeats): median wall and controller CPU against N, the limit."""
+    runs = [r for r in results["runs"] if r["kind"] == "collection" and r["rc"] == 0]
+    sizes = sorted({r["n"] for r in runs})
+    wall = [median([r["wall"] for r in runs if r["n"] == n]) for n in sizes]
+    cpu = [median([r["cpu"] for r in runs if r["n"] == n]) for n in sizes]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
+    left.plot(sizes, wall, "o-", color="tab:blue", label="playbooks/migrate_site.yml (median of %d)" % results["repeats"])
+    left.plot(sizes, [results["limit"]] * len(sizes), "k:", label="the service's limit %gs" % results["limit"])
+    left.set_xscale("log")
+    left.set_xlabel("destination sites (N)")
+    left.set_ylabel("wall time (s)")
+    left.set_ylim(bottom=0)
+    left.grid(True, alpha=0.3)
+    left.legend(fontsize=8, loc="upper left")
+    right.plot(sizes, cpu, "o-", color="tab:orange", label="controller CPU-s (user+sys, all processes)")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("destination sites (N)")
+    right.set_ylabel("CPU-s")
+    right.grid(True, alpha=0.3)
+    right.legend(fontsize=8, loc="upper left")
+    fig.suptitle("Fleet migration: preflight %gs, run %gs per site, forks %d (emulator, 2 cores)"
+                 % (results["preflight"], results["run"], results["forks"]))
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 def main(results_path, out):
     with open(results_path) as handle:
         results = json.load(handle)
+    if results.get("repeats", 1) > 1:
+        return scale(results, out)
     runs = results["runs"]
 
     def series(kind):

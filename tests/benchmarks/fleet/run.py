@@ -92,10 +92,13 @@ class Fleet:
         self.emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": args.preflight},
                                            "run": {"outcome": "success", "duration": args.run}}})
         self.sites = {}
+        batch = []
         for i in range(n):
             site_id = 200001 + i
-            self.emu.add_site(site_id, "fleet-%04d.example" % (i + 1), allow_migration=False)
+            batch.append({"id": site_id, "domain": "fleet-%04d.example" % (i + 1), "allow_migration": False})
             self.sites["site%04d" % (i + 1)] = {"site_migration_site": str(site_id)}
+        for start in range(0, len(batch), 500):      # the emulator's hook adds many sites per call
+            self.emu._hook("POST", "sites", {"sites": batch[start:start + 500]})
         coll = os.path.join(workdir, "collections", "ansible_collections", "wpcloud")
         os.makedirs(coll, exist_ok=True)
         if not os.path.exists(os.path.join(coll, "hosting")):
@@ -245,7 +248,9 @@ def bench(args, workroot):
     results = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
                "argv": sys.argv[1:], "forks": args.forks, "preflight": args.preflight, "run": args.run,
                "accept_delay": args.accept_delay, "poll": POLL, "limit": limit(args), "runs": [],
-               "collection": args.collection, "git": git_state(args.collection)}
+               "collection": args.collection, "git": git_state(args.collection), "repeats": args.repeats}
+    if args.repeats > 1:
+        return interleaved(args, workroot, results)
     for n in args.sizes:
         fleet = Fleet(os.path.join(workroot, "n%d-collection" % n), n, args)
         try:
@@ -278,6 +283,80 @@ def bench(args, workroot):
         with open(os.path.join(workroot, "results.json"), "w") as handle:
             json.dump(results, handle, indent=1)
     return results
+
+
+def interleaved(args, workroot, results):
+    """The sizes in turn, ``repeats`` times (1, 10, 100, 1, 10, 100, ...): every size sees the same
+    machine conditions; the tables take medians. The re-runs follow the last repeat."""
+    for repeat in range(args.repeats):
+        for n in args.sizes:
+            fleet = Fleet(os.path.join(workroot, "n%d-r%d" % (n, repeat)), n, args)
+            try:
+                log("N=%d collection (repeat %d of %d)" % (n, repeat + 1, args.repeats))
+                run = fleet.play("collection", os.path.join(args.collection, "playbooks", "migrate_site.yml"))
+                run.update(kind="collection", repeat=repeat)
+                results["runs"].append(run)
+                log("  wall %.1fs cpu %.1fs writes %d p95 %s other load %.2f cores"
+                    % (run["wall"], run["cpu"], run["writes"], run["delay_p95"], run["others_cores"]))
+                if repeat == args.repeats - 1 and n in args.rerun_sizes:
+                    again = fleet.play("rerun", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
+                                       extra=["-e", "site_migration_refresh=false"])
+                    again.update(kind="rerun", repeat=repeat)
+                    results["runs"].append(again)
+                    log("  re-run wall %.1fs writes %d reads %d" % (again["wall"], again["writes"], again["reads"]))
+            finally:
+                fleet.stop()
+            with open(os.path.join(workroot, "results.json"), "w") as handle:
+                json.dump(results, handle, indent=1)
+    return results
+
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2.0
+
+
+def scale_tables(results):
+    """Issue 17's figures from interleaved repeats: medians per N, overhead in seconds against the limit."""
+    runs = [r for r in results["runs"] if r["kind"] == "collection" and r["rc"] == 0]
+    sizes = sorted({r["n"] for r in runs})
+    lim = results["limit"]
+
+    def med(n, key):
+        return median([r[key] for r in runs if r["n"] == n])
+    lines = ["| N | runs | wall s (median) | wall − limit s | wall − N=1 wall s | CPU-s (median) | CPU-s per site "
+             "| p95 completion→return s | API calls per site r / w | polls per ticket (minimum) "
+             "| other load, cores (max) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    one = med(1, "wall") if 1 in sizes else None
+    # The fewest summary polls a ticket can take at 1 s granularity: one per second of its life after the
+    # 202 window, plus the one that sees it end.
+    minimum = ((args_ceil(results["accept_delay"] + results["preflight"]) + 1)
+               + (args_ceil(results["accept_delay"] + results["run"]) + 1)) / 2.0
+    for n in sizes:
+        mine = [r for r in runs if r["n"] == n]
+        polls = median([r["by_endpoint"].get("ticket.summary", 0) / float(max(1, r["tickets"])) for r in mine])
+        lines.append("| %d | %d | %.1f | %+.1f | %s | %.1f | %.3f | %s | %.1f / %.1f | %.1f (%.1f) | %.2f |" % (
+            n, len(mine), med(n, "wall"), med(n, "wall") - lim,
+            "–" if one is None or n == 1 else "%+.1f" % (med(n, "wall") - one), med(n, "cpu"),
+            med(n, "cpu") / n, _f(med(n, "delay_p95"), "%.2f"), med(n, "reads") / n, med(n, "writes") / n,
+            polls, minimum, max(r["others_cores"] for r in mine)))
+    big = [n for n in sizes if n >= 100]
+    added = "–"
+    if len(big) >= 2:
+        lo, hi = big[0], big[-1]
+        added = "%.3f CPU-s per added site (N=%d to %d)" % ((med(hi, "cpu") - med(lo, "cpu")) / (hi - lo), lo, hi)
+    reruns = ["N=%d: %d writes, %.1f reads per site, %.1f s" % (r["n"], r["writes"], r["reads"] / float(r["n"]),
+                                                                 r["wall"])
+              for r in results["runs"] if r["kind"] == "rerun"]
+    return "\n".join(lines) + "\n\nController CPU: %s. Re-runs (refresh false): %s." % (added, "; ".join(reruns) or "–")
+
+
+def args_ceil(value):
+    return int(-(-value // 1))
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -349,6 +428,13 @@ def targets(results):
 
 def render(results):
     summary, detail = tables(results)
+    if results.get("repeats", 1) > 1:
+        head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run %gs, accept delay %gs, poll "
+                "interval %gs; limit %gs; %d interleaved repeats, medians." % (
+                    " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"],
+                    results.get("git", "unknown"), results["forks"], results["preflight"], results["run"],
+                    results["accept_delay"], results["poll"], results["limit"], results["repeats"]))
+        return "\n\n".join([head, scale_tables(results), "Every run:", detail])
     head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run %gs, accept delay (202 window) %gs, "
             "poll interval %gs; limit = 2 × (accept delay + poll interval) + preflight + run = %gs." % (
                 " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"],
@@ -500,6 +586,9 @@ def main(argv=None):
     parser.add_argument("--rerun-sizes", type=ints, default=None,
                         help="sizes that get the refresh=false re-run (default: every size)")
     parser.add_argument("--timeout", type=float, default=1800, help="per playbook run, s")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the sizes in turn this many times, interleaved (1, N, 1, N ...), and report medians "
+                             "(no baseline); the re-runs follow the last repeat")
     parser.add_argument("--workdir", help="default tests/benchmarks/fleet/work/<timestamp> (gitignored)")
     parser.add_argument("--docs", action="store_true",
                         help="write the tables into docs/performance.md and the plot into docs/performance-fleet.png")
