@@ -163,7 +163,8 @@ def _vault_password(rel_dir):
 def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     """The role for seven sites in one play, password, key (protected) and generated identities: some
     succeed, one fails preflight (auth), one fails the run, two lose their create answer and are
-    converged by a second run. Credentials come from a vaulted vars file."""
+    converged by a second run; one destination does not exist and is created by the role with an admin
+    password. Credentials come from a vaulted vars file."""
     name = "secrets-role"
     out = rel_dir / "out" / name
     out.mkdir(parents=True)
@@ -183,6 +184,10 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
                                 ("ok-gen", "src.example", generated)):
         hosts["%s.example" % label] = dict(auth, site_migration_site=str(_site(emu, allow=False)),
                                            site_migration_remote_host=remote)
+    hosts["new-pw-%s.example" % name] = dict(password, site_migration_remote_host="src.example",
+                                              site_migration_client=emu.client, site_migration_admin_user="admin",
+                                              site_migration_admin_email="admin@example.com",
+                                              site_migration_admin_pass="{{ canary_remote_pass }}")
     vault = rs.write_vault(rel_dir / "inputs" / ("%s.vault.yml" % name),
                            dict(_canary_vars(canaries), wpcloud_api_key=canaries.api_key),
                            _vault_password(rel_dir), rel_dir)
@@ -192,7 +197,7 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
                     {"endpoint": "ticket.summary", "status": 503, "count": 3},
                     {"endpoint": "ticket.full", "reset": "before", "count": 1},
                     {"endpoint": "migration.get", "latency": 0.2, "count": 3}])
-    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "7"]
+    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "8"]
     first = rs.run_playbook(rel_dir, out, "run1", "wpcloud.hosting.migrate_site", inventory, args=args)
     emu.set_faults([])
     second = rs.run_playbook(rel_dir, out, "run2", "wpcloud.hosting.migrate_site", inventory, args=args)
@@ -200,11 +205,12 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     assert first.proc.returncode != 0 and second.proc.returncode != 0, second.explain()
     report = json.loads(sorted((out / "reports").glob("*.json"), key=os.path.getmtime)[-1].read_text())
     results = {s["host"]: s["result"] for s in report["sites"]}
-    for host in ("ok-pw", "lost-pw", "ok-key", "lost-pem", "ok-gen"):
+    for host in ("ok-pw", "lost-pw", "ok-key", "lost-pem", "ok-gen", "new-pw-%s" % name):
         assert results["%s.example" % host] == "succeeded", (host, report)
     assert results["pfail-pw.example"] != "succeeded" and results["rfail-key.example"] != "succeeded"
-    assert len(rs.writes(emu.requests_log(), "migration.create")) == 7
-    assert len(list((out / "state").glob("*.json"))) == 7
+    assert len(rs.writes(emu.requests_log(), "migration.create")) == 8
+    assert len(rs.writes(emu.requests_log(), "site.create")) == 1
+    assert len(list((out / "state").glob("*.json"))) == 8
     _assert_clean([out, emu.workdir], canaries, name)
 
 
