@@ -55,7 +55,8 @@ DONE = "done"
 # migration left to the site_provisioned webhook, playbooks/on_site_provisioned.yml).
 FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked", "awaiting_provisioning"])
 # How a site came to be a destination (the report's "destination").
-CREATED, EXISTING = "created", "existing"
+CREATED = "created"
+EXISTING = "existing"
 
 PREFIX = "site_migration_"
 # The migration module's options and the role variables that give them. Every message a site gets

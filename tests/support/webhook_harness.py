@@ -497,6 +497,8 @@ class CallbackModule(CallbackBase):
             handle.write("%.3f %s %s %s %d\n" % (time.time(), what, self.delivery, self.attempt, os.getpid()))
 
     def v2_playbook_on_play_start(self, play):
+        if self.delivery != "?":
+            return          # the next play of the same playbook: one run, logged once
         event = (play.get_variable_manager().extra_vars.get("ansible_eda") or {}).get("event") or {}
         meta = event.get("meta") or {}
         self.delivery, self.attempt = meta.get("delivery_id", "?"), meta.get("attempt", "?")

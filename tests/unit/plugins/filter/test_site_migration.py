@@ -529,8 +529,8 @@ def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
     done["allow"] = results({"site": "old.example"})
     assert sm.step(fleet, "create", done, given)["count"] == 3
     ended = sm.advance(fleet, done)
-    assert [(e["destination"], e["stage"]) for e in ended] == [("created", "create"), ("existing", "create"),
-                                                                ("created", "create")]
+    assert [(e["destination"], e["stage"]) for e in ended] == [
+        ("created", "create"), ("existing", "create"), ("created", "create")]
     assert ended[0]["new_site"] == {"site_id": 201, "job_id": 70, "job_status": "success", "elapsed": 3.0}
     assert ADMIN_PASS not in json.dumps(fleet) and ADMIN_PASS not in json.dumps(ended)
 
@@ -607,8 +607,8 @@ def test_the_webhook_finds_only_the_destinations_left_to_it():
     hosts = ["a.example", "b.example", "c.example", "d.example", "gone.example"]
     assert sm.waiting(hosts, hostvars) == [{"host": "a.example", "site": "a.example"},
                                            {"host": "b.example", "site": "4711"}]
-    assert sm.waiting(hosts, hostvars, {"site_id": 9, "domain": "A.Example"}) == [{"host": "a.example",
-                                                                                 "site": "a.example"}]
+    found = sm.waiting(hosts, hostvars, {"site_id": 9, "domain": "A.Example"})
+    assert found == [{"host": "a.example", "site": "a.example"}]
     assert sm.waiting(hosts, hostvars, {"site_id": 4711, "domain": "other.example"})[0]["host"] == "b.example"
     assert sm.waiting(hosts, hostvars, {"site_id": 5, "domain": "c.example"}) == []
     with pytest.raises(AnsibleFilterError, match="site must be a site_info result"):
