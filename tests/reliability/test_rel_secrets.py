@@ -184,10 +184,10 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
                                 ("ok-gen", "src.example", generated)):
         hosts["%s.example" % label] = dict(auth, site_migration_site=str(_site(emu, allow=False)),
                                            site_migration_remote_host=remote)
-    hosts["new-pw-%s.example" % name] = dict(password, site_migration_remote_host="src.example",
-                                              site_migration_client=emu.client, site_migration_admin_user="admin",
-                                              site_migration_admin_email="admin@example.com",
-                                              site_migration_admin_pass="{{ canary_remote_pass }}")
+    hosts["new-pw-%s.example" % name] = dict(
+        password, site_migration_remote_host="src.example", site_migration_client=emu.client,
+        site_migration_admin_user="admin", site_migration_admin_email="admin@example.com",
+        site_migration_admin_pass="{{ canary_remote_pass }}")
     vault = rs.write_vault(rel_dir / "inputs" / ("%s.vault.yml" % name),
                            dict(_canary_vars(canaries), wpcloud_api_key=canaries.api_key),
                            _vault_password(rel_dir), rel_dir)

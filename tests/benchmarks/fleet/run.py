@@ -349,8 +349,8 @@ def scale_tables(results):
     if len(big) >= 2:
         lo, hi = big[0], big[-1]
         added = "%.3f CPU-s per added site (N=%d to %d)" % ((med(hi, "cpu") - med(lo, "cpu")) / (hi - lo), lo, hi)
-    reruns = ["N=%d: %d writes, %.1f reads per site, %.1f s" % (r["n"], r["writes"], r["reads"] / float(r["n"]),
-                                                                 r["wall"])
+    reruns = ["N=%d: %d writes, %.1f reads per site, %.1f s"
+              % (r["n"], r["writes"], r["reads"] / float(r["n"]), r["wall"])
               for r in results["runs"] if r["kind"] == "rerun"]
     return "\n".join(lines) + "\n\nController CPU: %s. Re-runs (refresh false): %s." % (added, "; ".join(reruns) or "–")
 

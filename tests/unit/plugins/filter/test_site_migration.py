@@ -628,8 +628,8 @@ def test_slice_reports_merge_into_one_fleet_report():
     merged = sm.merge_reports([_slice_report(["d.example", "b.example"], wait=3.0, generated="T1"),
                                _slice_report(["c.example"], result="run_failed", generated="T2"),
                                _slice_report(["a.example"], generated="T3")], generated="NOW")
-    assert merged["sites_total"] == 4 and [s["host"] for s in merged["sites"]] == ["a.example", "b.example",
-                                                                                    "c.example", "d.example"]
+    assert merged["sites_total"] == 4
+    assert [s["host"] for s in merged["sites"]] == ["a.example", "b.example", "c.example", "d.example"]
     assert merged["counts"] == {"run_failed": 1, "succeeded": 3} and merged["destinations"] == {"existing": 4}
     assert merged["preflight_wait_seconds"] == 3.0 and merged["run_wait_seconds"] == 6.0
     assert merged["merged_from"] == ["T1", "T2", "T3"] and merged["refresh"] is True
