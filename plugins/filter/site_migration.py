@@ -10,6 +10,7 @@ fleet and registers its result; these filters decide, from the sites' inputs and
 far, which sites take the next step with which arguments, why a site stopped, and what the report
 says. Each filter is documented in the .yml file of its name next to this one.
 
+* ``site_migration_inputs``: each site's resolved values named by their role variables, unset ones left out.
 * ``site_migration_lineup``: every site's inputs checked (the role's argument spec, empty values,
   the rules between variables) and resolved against its source host; one entry per site, no secret.
 * ``site_migration_step``: the arguments of one step's module call for the sites that take it, with
@@ -275,6 +276,23 @@ def _texts(value):
     if isinstance(value, (list, tuple)):
         for item in value:
             found |= _texts(item)
+    return found
+
+
+UNSET = "<unset>"       # what "Resolve the site's inputs" gives for a variable that is not defined
+
+
+def inputs_of(values, options):
+    """Each site's inputs from the values its "Resolve" task gave (in the order of ``options``): the role
+    variables with a value; undefined and null mean unset."""
+    options = list(options or [])
+    found = []
+    for site_values in values or []:
+        site_values = list(site_values or [])
+        if len(site_values) != len(options):
+            raise AnsibleFilterError("site_migration_inputs: %d values for %d options" % (len(site_values), len(options)))
+        found.append(dict((name, value) for name, value in zip(options, site_values)
+                          if value is not None and not (isinstance(value, str) and value == UNSET)))
     return found
 
 
@@ -743,6 +761,7 @@ class FilterModule:
 
     def filters(self):
         return {
+            "site_migration_inputs": inputs_of,
             "site_migration_lineup": lineup,
             "site_migration_step": step,
             "site_migration_report": report,

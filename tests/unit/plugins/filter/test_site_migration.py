@@ -59,6 +59,7 @@ def results(*items, **whole):
 
 def test_the_filters_are_registered():
     assert sm.FilterModule().filters() == {"site_migration_lineup": sm.lineup, "site_migration_step": sm.step,
+                                           "site_migration_inputs": sm.inputs_of,
                                            "site_migration_report": sm.report, "site_migration_waiting": sm.waiting,
                                            "site_migration_report_merge": sm.merge_reports}
 
@@ -646,3 +647,14 @@ def test_a_host_in_two_slices_is_refused():
         sm.merge_reports([])
     with pytest.raises(AnsibleFilterError, match="item 1 is not a site_migration report"):
         sm.merge_reports([{"sites": "x"}])
+
+
+def test_each_sites_values_are_named_and_unset_ones_left_out():
+    options = ["site_migration_site", "site_migration_remote_pass", "site_migration_docroot",
+               "site_migration_source_domain"]
+    values = [["1001", PASSWORD, "<unset>", ""], ["shop.example", None, "/srv/www", "<unset>"]]
+    assert sm.inputs_of(values, options) == [
+        {"site_migration_site": "1001", "site_migration_remote_pass": PASSWORD, "site_migration_source_domain": ""},
+        {"site_migration_site": "shop.example", "site_migration_docroot": "/srv/www"}]
+    with pytest.raises(AnsibleFilterError, match="3 values for 4 options"):
+        sm.inputs_of([["a", "b", "c"]], options)
