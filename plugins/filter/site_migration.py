@@ -573,14 +573,18 @@ def advance(fleet, results, upto=None):
 
 # ----------------------------------------------------------------------------------------- step
 
+def _with_inputs(sites, inputs, steps):
+    """Each site with its inputs (the steps whose arguments carry credentials need them)."""
+    if inputs is None:
+        raise AnsibleFilterError("site_migration_step: the %s need the sites' inputs" % steps)
+    inputs = list(inputs)
+    return [(s, inputs[s["index"]]) for s in sites]
+
+
 def _migrations(sites, inputs):
     """The migration module's ``migrations`` for the sites (holds credentials: no_log tasks only)."""
-    if inputs is None:
-        raise AnsibleFilterError("site_migration_step: the check and create steps need the sites' inputs")
-    inputs = list(inputs)
     items = []
-    for s in sites:
-        given = inputs[s["index"]]
+    for s, given in _with_inputs(sites, inputs, "check and create steps"):
         item = {"site": s["site"], "remote_host": s["remote_host"], "remote_port": s["remote_port"],
                 "remote_user": s["remote_user"],
                 "state_file": "%s/%s.json" % (given.get("site_migration_state_dir"), s["site"]),
@@ -595,12 +599,8 @@ def _migrations(sites, inputs):
 
 def _new_sites(sites, inputs):
     """The site module's arguments for the destinations to create (admin_pass: no_log tasks only)."""
-    if inputs is None:
-        raise AnsibleFilterError("site_migration_step: the new step needs the sites' inputs")
-    inputs = list(inputs)
     items = []
-    for s in sites:
-        given = inputs[s["index"]]
+    for s, given in _with_inputs(sites, inputs, "new step"):
         item = {"domain": s["site"].strip()}
         item.update((name, given[PREFIX + name]) for name in NEW_SITE if given.get(PREFIX + name) is not None)
         items.append(item)

@@ -20,6 +20,17 @@ def collection_tree(base):
     return tree
 
 
+def job_project(pdd):
+    """The project of a controller job in a private data directory: the job template's playbook
+    (importing migrate_site) and the collection where the controller installs a project's collections."""
+    project = Path(pdd) / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "migrate_site.yml").write_text(
+        "---\n- name: Migrate sites (job template playbook)\n  ansible.builtin.import_playbook: wpcloud.hosting.migrate_site\n")
+    collection_tree(project)
+    return project
+
+
 def ansible_env(base, **extra):
     env = dict(os.environ)
     env.update({

@@ -35,6 +35,7 @@ import pytest
 import yaml
 
 from launcher import start_emulator
+from playbooks import job_project
 
 ansible_runner = pytest.importorskip("ansible_runner")
 
@@ -92,15 +93,9 @@ def scripted_emulator(tmp_path):
 
 def build_private_data_dir(base, emu):
     pdd = base / "pdd"
-    for sub in ("project", "inventory/host_vars/dest1.example", "env"):
+    for sub in ("inventory/host_vars/dest1.example", "env"):
         (pdd / sub).mkdir(parents=True, exist_ok=True)
-
-    # project: the job template's playbook, and the collection where the controller installs it
-    (pdd / "project" / "migrate_site.yml").write_text(
-        "---\n- name: Migrate sites (job template playbook)\n  ansible.builtin.import_playbook: wpcloud.hosting.migrate_site\n")
-    coll = pdd / "project" / "collections" / "ansible_collections" / "wpcloud"
-    coll.mkdir(parents=True)
-    (coll / "hosting").symlink_to(ROOT)
+    job_project(pdd)
 
     # the vault password lives only in a file outside the private data directory, to encrypt the vars
     pw_file = base / "vault-pass-for-encrypting"

@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from launcher import start_emulator
+from playbooks import job_project
 
 pytest.importorskip("ansible_runner")
 
-ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SLICES, SITES = 4, 20
 
@@ -28,13 +28,9 @@ SLICES, SITES = 4, 20
 def slice_job(base, k, hosts, emu):
     """The private data directory of slice k (as the controller writes it) with its part of the inventory."""
     pdd = base / ("slice%d" % k)
-    for sub in ("project", "inventory", "env"):
+    for sub in ("inventory", "env"):
         (pdd / sub).mkdir(parents=True, exist_ok=True)
-    (pdd / "project" / "migrate_site.yml").write_text(
-        "---\n- name: Migrate sites (job template playbook)\n  ansible.builtin.import_playbook: wpcloud.hosting.migrate_site\n")
-    coll = pdd / "project" / "collections" / "ansible_collections" / "wpcloud"
-    coll.mkdir(parents=True)
-    (coll / "hosting").symlink_to(ROOT)
+    job_project(pdd)
     inventory = {"all": {"children": {
         "wpcloud_sources": {"hosts": {"src.example": {"ansible_user": "www"}}},
         "wpcloud_sites": {"vars": {"ansible_connection": "local",
