@@ -118,7 +118,6 @@ EMPTY_HINTS = {
     "admin_pass": "leave it unset to have the service generate the administrator's password",
     "php_version": "leave it unset for the service's default PHP version",
 }
-_SITE_VALUES = dict((option, (re.compile(pattern), fix)) for option, (pattern, fix) in SITE_VALUE_RULES.items())
 
 _OPTION_RE = re.compile(r"(?<![\w.-])(%s)(?![\w-])" % "|".join(sorted(ROLE_VARIABLES, key=len, reverse=True)))
 _SITE_OPTION_RE = re.compile(r"^site (?=must |is )")
@@ -260,7 +259,7 @@ def _new_site_problems(params, empty):
     else:
         problems += ["%s%s describes a destination site the role creates: set site_migration_client too, or "
                      "remove it" % (PREFIX, name) for name in NEW_SITE if name in given]
-    for name, (pattern, fix) in _SITE_VALUES.items():
+    for name, (pattern, fix) in SITE_VALUE_RULES.items():
         if name in given and name not in empty and not pattern.match(str(given[name]).strip()):
             problems.append("%s%s %s" % (PREFIX, name, fix))
     return problems
@@ -646,6 +645,10 @@ def step(fleet, name, results=None, inputs=None):
 
 # ----------------------------------------------------------------------------------------- report
 
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def report(fleet, hosts, results=None, refresh=True, generated=None):
     """The report of the run: one entry per host of the play, stopped ones included (see the doc)."""
     by_host = dict((s.get("host"), s) for s in advance(fleet, results))
@@ -689,7 +692,7 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
     def longest(phase):
         return max([e[phase]["elapsed"] for e in sites if e[phase] and e[phase].get("elapsed")] or [0])
     return {
-        "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated": generated or _utc_now(),
         "sites_total": len(sites),
         "counts": dict(sorted(counts.items())),
         "destinations": dict(sorted(destinations.items())),
@@ -723,7 +726,7 @@ def merge_reports(reports, generated=None):
                 total[key] = total.get(key, 0) + int(value)
     refresh = sorted(set(bool(rep.get("refresh")) for rep in reports))
     return {
-        "generated": generated or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated": generated or _utc_now(),
         "merged_from": [rep.get("generated") for rep in reports],
         "sites_total": len(sites),
         "counts": dict(sorted(counts.items())),

@@ -429,18 +429,16 @@ class WPCloudClient(object):
                     raise error
                 delay = _retry_after(resp.headers)
                 paused = resp.status_code == 429
-                if paused:
-                    # The service asks this client to slow down: every worker waits, not only this one.
-                    if delay is None:
-                        delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * random.uniform(0.5, 1.0)
-                    self.pace.pause(delay)
             finally:
                 if kind == WRITE:
                     session.close()
-            if attempt > self.retries:
-                raise error
             if delay is None:
                 delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * random.uniform(0.5, 1.0)
+            if paused:
+                # The service asks this client to slow down: every worker waits, not only this one.
+                self.pace.pause(delay)
+            if attempt > self.retries:
+                raise error
             if time.monotonic() + delay > deadline:
                 raise error
             if self.on_retry is not None:

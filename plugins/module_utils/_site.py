@@ -10,7 +10,6 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 
 from __future__ import annotations
 
-import re
 import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site, wait_options
@@ -182,9 +181,6 @@ def _list_sites(client, params):
 
 # -- site: create by domain, delete ---------------------------------------------------------------------------
 
-_SITE_VALUES = dict((option, (re.compile(pattern), fix)) for option, (pattern, fix) in SITE_VALUE_RULES.items())
-
-
 def _check_site_options(params):
     """Refuse bad input by the option's name, before any call."""
     wait_options(params)
@@ -200,7 +196,7 @@ def _check_site_options(params):
         value = params.get(name)
         if value is not None and not value.strip():
             raise ModuleFailure("%s is empty: give it, or leave it out for an existing site." % name)
-    for option, (pattern, fix) in _SITE_VALUES.items():
+    for option, (pattern, fix) in SITE_VALUE_RULES.items():
         if params.get(option) is not None and not pattern.match(params[option].strip()):
             raise ModuleFailure("%s %s." % (option, fix))
     if params.get("admin_pass") is not None and params["admin_pass"] == "":

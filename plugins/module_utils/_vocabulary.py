@@ -112,9 +112,9 @@ SITE_RECORD_FIELDS = {"admin_user": "wp_admin_user", "admin_email": "wp_admin_em
 # What a new site's values must look like (the site module and the role check them before any write),
 # with the fix a message gives; the option name leads the message.
 SITE_VALUE_RULES = {
-    "admin_user": (r"^[A-Za-z0-9._@-]{1,60}$", "must be 1 to 60 letters, digits and . _ @ - (no spaces)"),
-    "admin_email": (r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "must be an e-mail address like admin@example.com"),
-    "php_version": (r"^[0-9]+\.[0-9]+$", "must be a version like 8.3 (the service lists the ones it offers)"),
+    "admin_user": (re.compile(r"^[A-Za-z0-9._@-]{1,60}$"), "must be 1 to 60 letters, digits and . _ @ - (no spaces)"),
+    "admin_email": (re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"), "must be an e-mail address like admin@example.com"),
+    "php_version": (re.compile(r"^[0-9]+\.[0-9]+$"), "must be a version like 8.3 (the service lists the ones it offers)"),
 }
 
 # Client metadata keys the service never returns once set.
