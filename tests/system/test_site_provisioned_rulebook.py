@@ -103,6 +103,8 @@ def test_a_created_sites_webhook_starts_its_migration_exactly_once(tmp_path):
         log = emu.requests_log()
         assert len(_writes(log, "migration.create")) == 1 and len(_writes(log, "migration.ready")) == 1
         assert len(_writes(log, "site.create")) == 1 and _writes(log, "site.allow_migration") == []
+        # the API key (an inventory variable here) never shows in the rulebook's or the playbooks' output
+        assert emu.api_key not in rb.output() and emu.api_key not in proc.stdout + proc.stderr
     finally:
         if rb is not None:
             rb.stop()
