@@ -278,20 +278,17 @@ def _texts(value):
     return found
 
 
-UNSET = "<unset>"       # what "Resolve the site's inputs" gives for a variable that is not defined
-
-
-def inputs_of(values, options):
-    """Each site's inputs from the values its "Resolve" task gave (in the order of ``options``): the role
-    variables with a value; undefined and null mean unset."""
+def inputs_of(host_vars, options):
+    """Each site's inputs from what "Read every site's inputs" (wpcloud.hosting.fleet_vars) gave, one dict
+    per site: the role variables of ``options`` with a value; undefined and null mean unset."""
     options = list(options or [])
     found = []
-    for site_values in values or []:
-        site_values = list(site_values or [])
-        if len(site_values) != len(options):
-            raise AnsibleFilterError("site_migration_inputs: %d values for %d options" % (len(site_values), len(options)))
-        found.append(dict((name, value) for name, value in zip(options, site_values)
-                          if value is not None and not (isinstance(value, str) and value == UNSET)))
+    for index, site_vars in enumerate(host_vars or []):
+        if not isinstance(site_vars, Mapping):
+            raise AnsibleFilterError("site_migration_inputs: item %d is a %s, not a dict of variables"
+                                     % (index, type(site_vars).__name__))
+        found.append(dict((name, site_vars[name]) for name in options
+                          if name in site_vars and site_vars[name] is not None))
     return found
 
 

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The role's workflow decisions (plugins/filter/site_migration.py), without a server.
 
-Inputs are what the role's "Resolve the site's inputs" gives (role variables with a value), step
+Inputs are what the role's "Read every site's inputs" gives (role variables with a value), step
 results are shaped like the list forms of the modules return them; the end-to-end runs are in
 tests/system/test_role.py.
 """
@@ -649,12 +649,15 @@ def test_a_host_in_two_slices_is_refused():
         sm.merge_reports([{"sites": "x"}])
 
 
-def test_each_sites_values_are_named_and_unset_ones_left_out():
+def test_each_sites_values_are_kept_by_name_and_null_ones_left_out():
     options = ["site_migration_site", "site_migration_remote_pass", "site_migration_docroot",
                "site_migration_source_domain"]
-    values = [["1001", PASSWORD, "<unset>", ""], ["shop.example", None, "/srv/www", "<unset>"]]
-    assert sm.inputs_of(values, options) == [
+    # fleet_vars gives the defined variables of each host; an explicitly empty one stays (the line-up refuses it).
+    host_vars = [{"site_migration_site": "1001", "site_migration_remote_pass": PASSWORD, "site_migration_source_domain": ""},
+                 {"site_migration_site": "shop.example", "site_migration_remote_pass": None, "site_migration_docroot": "/srv/www",
+                  "unrelated": "x"}]
+    assert sm.inputs_of(host_vars, options) == [
         {"site_migration_site": "1001", "site_migration_remote_pass": PASSWORD, "site_migration_source_domain": ""},
         {"site_migration_site": "shop.example", "site_migration_docroot": "/srv/www"}]
-    with pytest.raises(AnsibleFilterError, match="3 values for 4 options"):
-        sm.inputs_of([["a", "b", "c"]], options)
+    with pytest.raises(AnsibleFilterError, match="item 1 is a list, not a dict of variables"):
+        sm.inputs_of([{}, ["a", "b", "c"]], options)
