@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from launcher import start_emulator
 from playbooks import collection_tree
 
 # The collection of this checkout, importable as ansible_collections.wpcloud.hosting.
@@ -152,6 +153,27 @@ def test_write_reset_after_processing_is_not_repeated(emu, new_site):
     # The site now holds the migration the lost answer created: a re-run finds it.
     meta = client.call("site_meta.get", site=site, key="allow_site_migration")
     assert str(meta.data).isdigit()
+
+
+def test_writes_share_young_connections_and_survive_the_servers_idle_close(tmp_path):
+    """Writes reuse a kept-alive connection while their session is younger than WRITE_SESSION_MAX_AGE. A
+    server that closes idle connections sooner (here after 0.3 s) must not turn a write into one of unknown
+    effect: the closed connection is noticed before the write is sent on it."""
+    emu = start_emulator(tmp_path / "emulator", extra_args=["--idle-timeout", "0.3"])
+    try:
+        client = client_for(emu)
+        for key in ("k1", "k2"):
+            client.call("client_meta.add", params={"value": "v0"}, client=emu.client, key=key)
+        since = last_seq(emu)
+        for value in range(6):
+            time.sleep(0.5 if value % 2 else 0.05)   # every other write after the server closed the connection
+            client.call("client_meta.update", params={"value": "v%d" % value}, client=emu.client, key="k1")
+        assert [status for op, status in client.calls if op == "client_meta.update"] == [200] * 6
+        assert writes(emu, since) == ["client_meta.update"] * 6      # each applied once
+        connections = set(r.get("connection") for r in emu.requests_log(since))
+        assert len(connections) >= 3, connections  # the idle closes made new connections
+    finally:
+        emu.stop()
 
 
 def test_read_reset_is_retried(emu):

@@ -343,7 +343,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pairs = query_pairs + (body_pairs if self.command == "POST" else [])
         params = php_params(pairs)
         entry = {"time": round(time.time(), 3), "method": self.command, "path": path, "endpoint": endpoint,
-                 "status": None, "write": write, "fault": None, "params": param_names(pairs)}
+                 "status": None, "write": write, "fault": None, "params": param_names(pairs),
+                 "connection": self.client_address[1]}   # the client's port: which connection it came on
         service = self.server.service
 
         rule = None
@@ -618,6 +619,8 @@ def parse_args(argv):
     parser.add_argument("--executor", default="scripted", choices=("scripted", "ssh"))
     parser.add_argument("--api-key", help="default: random")
     parser.add_argument("--accept-delay", type=float, help="seconds a new ticket answers 202 (config default 1.0)")
+    parser.add_argument("--idle-timeout", type=float,
+                        help="seconds an idle keep-alive connection stays open (default %d)" % Handler.timeout)
     parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
     parser.add_argument("--log-file", help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO")
@@ -648,6 +651,8 @@ def main(argv=None):
         print("server.py: %s" % exc, file=sys.stderr)
         return 2
     accept_delay = args.accept_delay if args.accept_delay is not None else float(config.get("accept_delay", 1.0))
+    if args.idle_timeout is not None:
+        Handler.timeout = args.idle_timeout
     service = Service(config, workdir, executor, accept_delay=accept_delay,
                       state_file=os.path.abspath(args.state_file) if args.state_file else None)
     sender = WebhookSender(service.get_client_meta, ca_path=args.webhook_ca)

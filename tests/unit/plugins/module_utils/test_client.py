@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     OPERATIONS,
     WRITE,
+    WRITE_SESSION_MAX_AGE,
     Pace,
     WPCloudAPIError,
     WPCloudClient,
@@ -106,17 +107,25 @@ def test_ca_path_is_passed_on_every_request(fake_api, client_for):
     assert fake_api.verified == ["/etc/ca.pem", False]
 
 
-def test_reads_share_one_session_and_each_write_gets_a_fresh_one(fake_api, client_for, monkeypatch):
+def test_reads_share_one_session_and_writes_one_that_is_replaced_when_old(fake_api, client_for, monkeypatch):
     fake_api.add_site("1001")
     client = client_for()
-    made = []
+    made, now = [], [1000.0]
     real = client._new_session
     monkeypatch.setattr(client, "_new_session", lambda: made.append(1) or real())
+    client.clock = lambda: now[0]
     for dummy in range(3):
         client.call("site.get", site="1001")
     client.call("site.allow_migration", site="1001")
+    now[0] += WRITE_SESSION_MAX_AGE
     client.call("site.allow_migration", site="1001")
-    assert len(made) == 3  # one read session, one per write
+    assert len(made) == 2  # one read session, one write session (still young)
+    first = client._writes[0]
+    now[0] += 0.001
+    client.call("site.allow_migration", site="1001")
+    assert len(made) == 3 and client._writes[0] is not first  # older than the limit: replaced
+    client.close()
+    assert client._writes is None and client._session is None
 
 
 # -- statuses ---------------------------------------------------------------------------------------
