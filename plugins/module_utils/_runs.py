@@ -260,13 +260,14 @@ def _fold(result, judge):
         result.update(failed=True, msg=failure.msg)
 
 
-def _start_preflight(params, ctx):
+def _check_preflight(params, ctx):
+    """The read and the checks before a preflight starts: (result, the migration's record, or None when
+    nothing is to be sent)."""
     pretended = _check_migration_id(params, ctx, "its preflight would be started")
     if pretended:
-        return pretended
-    client = ctx.client()
+        return pretended, None
     # Read first: an unknown migration or an active run is refused here, without a write call.
-    record = get_migration(client, params["migration_id"])
+    record = get_migration(ctx.client(), params["migration_id"])
     state = record_state(record)
     if state in RUNNING_STATES:
         raise ModuleFailure("migration %s is running (state %s): a preflight cannot start until the run ends. Wait "
@@ -275,19 +276,18 @@ def _start_preflight(params, ctx):
     result = dict(changed=True, migration_id=params["migration_id"], ticket_id=None, state_before=state)
     if ctx.check_mode:
         result["msg"] = "check mode: preflight would be started"
-        return result
-    result["ticket_id"] = _start(client, "migration.preflight", params["migration_id"], "preflight", record,
-                                 PREFLIGHT_STARTED_STATES, result)
-    return result
+        return result, None
+    return result, record
 
 
-def _start_ready(params, ctx):
+def _check_ready(params, ctx):
+    """The read and the checks before a run starts (the partner rule among them): (result, the
+    migration's record, or None when nothing is to be sent)."""
     pretended = _check_migration_id(params, ctx, "its run would be started once its preflight succeeds")
     if pretended:
-        return pretended
-    client = ctx.client()
+        return pretended, None
     migration_id = params["migration_id"]
-    record = get_migration(client, migration_id)
+    record = get_migration(ctx.client(), migration_id)
     state = record_state(record)
     result = dict(changed=False, migration_id=migration_id, ticket_id=None, state_before=state)
     if state in RUNNING_STATES:
@@ -295,13 +295,13 @@ def _start_ready(params, ctx):
         # playbook), so a wait follows the migration's state instead.
         result["msg"] = "migration %s is already running; no new run was started" % migration_id
         result["already_running"] = True
-        return result
+        return result, None
     if params["require_preflight"] and state != PREFLIGHT_SUCCEEDED and ctx.check_mode:
         # The play's own preflight may have run in check mode only: say what would happen, do not fail.
         result.update(changed=True, msg="check mode: the run would be started once a preflight succeeds (state "
                                         "now: %s; outside check mode this task refuses to start it before a "
                                         "successful preflight)" % state)
-        return result
+        return result, None
     if params["require_preflight"] and state != PREFLIGHT_SUCCEEDED:
         raise ModuleFailure(
             "migration %s cannot start: its latest preflight has not succeeded since the last change (state: %s). "
@@ -310,17 +310,30 @@ def _start_ready(params, ctx):
     result["changed"] = True
     if ctx.check_mode:
         result["msg"] = "check mode: the run would be started (it overwrites the destination's files and database)"
-        return result
-    result["ticket_id"] = _start(client, "migration.ready", migration_id, "the migration run", record,
-                                 RUN_STARTED_STATES, result)
+        return result, None
+    return result, record
+
+
+# The two starts: (checks, the write that starts it, what it is called, the states that show it took effect).
+PREFLIGHT_START = (_check_preflight, "migration.preflight", "preflight", PREFLIGHT_STARTED_STATES)
+READY_START = (_check_ready, "migration.ready", "the migration run", RUN_STARTED_STATES)
+
+
+def _send_start(client, start, result, record):
+    """The start's write, after its checks; the ticket ID goes into ``result``."""
+    dummy, operation, noun, started_states = start
+    result["ticket_id"] = _start(client, operation, result["migration_id"], noun, record, started_states, result)
     return result
 
 
 def _run_started(params, ctx, start, what, label):
     """Start (and with wait, wait for) one migration or every migration of migration_ids."""
     wait_options(params)
+    check = start[0]
     if params.get("migration_ids") is None:
-        result = start(params, ctx)
+        result, record = check(params, ctx)
+        if record is not None:
+            _send_start(ctx.client(), start, result, record)
         if params["wait"] and (result.get("ticket_id") or result.get("already_running")):
             client = ctx.client()
             _wait(client, [result], params, what,
@@ -335,26 +348,42 @@ def _run_started(params, ctx, start, what, label):
     if len(set(ids)) != len(ids):
         raise ModuleFailure("migration_ids lists a migration twice: give each migration once.")
     client = ctx.client()
+    records = {}
 
-    def one(migration_id):
+    def read(migration_id):
         try:
-            return start(dict(params, migration_id=migration_id, migration_ids=None), ctx)
+            result, records[migration_id] = check(dict(params, migration_id=migration_id, migration_ids=None), ctx)
         except ModuleFailure as failure:
             failure.details.setdefault("migration_id", migration_id)
             raise
+        return result
 
-    results = run_for_each(ids, one)
+    def send(result):
+        try:
+            return _send_start(client, start, result, records[result["migration_id"]])
+        except ModuleFailure as failure:
+            failure.details.setdefault("migration_id", result["migration_id"])
+            raise
+
+    # Every read and check first, then every start: the tickets begin within the time of the writes
+    # alone, so a fleet's preflights (or runs) end close together and the wait returns soon after each.
+    results = run_for_each(ids, read)
+    sending = [r for r in results if not r["failed"] and records.get(r["migration_id"]) is not None]
+    for result, outcome in zip(sending, run_for_each(sending, send)):
+        if outcome is not result:      # the start failed: its failure is the site's result
+            result.clear()
+            result.update(outcome)
     if params["wait"]:
         _wait(client, results, params, what, progress_for(label, params, ctx))
     return list_result(results, "migrations", lambda r: "migration %s" % r["migration_id"])
 
 
 def run_preflight(params, ctx):
-    return _run_started(params, ctx, _start_preflight, "preflight", "migration_preflight")
+    return _run_started(params, ctx, PREFLIGHT_START, "preflight", "migration_preflight")
 
 
 def run_ready(params, ctx):
-    return _run_started(params, ctx, _start_ready, "migration run", "migration_ready")
+    return _run_started(params, ctx, READY_START, "migration run", "migration_ready")
 
 
 def run_wait(params, ctx):

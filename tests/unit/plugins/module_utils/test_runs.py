@@ -94,6 +94,30 @@ def test_the_list_form_starts_every_run_then_waits_on_all_at_once(fake_api, run_
     assert [c["operation"] for c in fake_api.writes] == ["migration.ready"] * 3
 
 
+def test_the_list_form_reads_every_migration_before_it_starts_any(fake_api, run_logic, fake_time):
+    """The starts follow one another without the reads between them, so the tickets begin close together."""
+    ids = [fake_api.add_migration(site=str(1300 + n)) for n in range(20)]
+    gone = 9999
+    fake_api.script("preflight", steps=["success"])
+    result, warnings = run_logic(migration_preflight, {"migration_ids": ids + [gone], "messages": "never"})
+    operations = [op for op in fake_api.operations() if op != "ticket.summary"]
+    assert operations == ["migration.get"] * 21 + ["migration.preflight"] * 20
+    assert isinstance(result, ModuleFailure) and result.details["failed_count"] == 1
+    failed = [r for r in result.details["results"] if r["failed"]]
+    assert [r["migration_id"] for r in failed] == [gone] and "not found" in failed[0]["msg"]
+
+
+def test_a_start_that_fails_is_its_sites_result_and_the_others_go_on(fake_api, run_logic, fake_time):
+    ids = [fake_api.add_migration(site=str(1400 + n), state="preflight-succeeded") for n in range(3)]
+    fake_api.fault("migration.ready", status=409)
+    fake_api.script("ready", steps=["success"])
+    result, warnings = run_logic(migration_ready, {"migration_ids": ids, "messages": "never"})
+    assert isinstance(result, ModuleFailure) and result.details["failed_count"] == 1
+    failed = [r for r in result.details["results"] if r["failed"]]
+    assert failed[0]["migration_id"] in ids and "HTTP 409" in failed[0]["msg"] and "ticket_id" not in failed[0]
+    assert sorted(r.get("ticket_state") or "-" for r in result.details["results"]) == ["-", "success", "success"]
+
+
 def test_the_list_form_refuses_a_migration_twice(fake_api, run_logic):
     result, warnings = run_logic(migration_preflight, {"migration_ids": [5001, 5001]})
     assert isinstance(result, ModuleFailure) and "twice" in result.msg and fake_api.calls == []
