@@ -15,10 +15,8 @@ makes), and templates the names asked for: one worker for the whole play.
 from __future__ import annotations
 
 from ansible.errors import AnsibleError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 
-from ansible_collections.wpcloud.hosting.plugins.modules.fleet_vars import MODULE_SPEC
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import ControllerOnlyAction
 
 
 def _variable_manager(task_vars):
@@ -33,20 +31,10 @@ def _variable_manager(task_vars):
     return manager, inventory
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerOnlyAction):
+    MODULE = "fleet_vars"
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        validation = ArgumentSpecValidator(**MODULE_SPEC).validate(dict(self._task.args))
-        if validation.error_messages:
-            result.update(failed=True, msg="; ".join(validation.error_messages))
-            return result
-        params = validation.validated_parameters
+    def run_validated(self, result, params, no_log_values, task_vars):
         hosts = params["hosts"] if params["hosts"] is not None else task_vars.get("ansible_play_batch", [])
         if not hosts:
             result.update(failed=True, msg="fleet_vars: hosts is empty; name the hosts to read, or leave hosts out "

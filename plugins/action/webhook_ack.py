@@ -12,29 +12,16 @@ module process (the last task of every event's playbook).
 
 from __future__ import annotations
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_ack as ack
-from ansible_collections.wpcloud.hosting.plugins.modules.webhook_ack import MODULE_SPEC
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import ControllerOnlyAction
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerOnlyAction):
+    MODULE = "webhook_ack"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars or {})
-        validation = ArgumentSpecValidator(**MODULE_SPEC).validate(dict(self._task.args))
-        no_log_values = set(validation._no_log_values)
-        if validation.error_messages:
-            result.update(failed=True, msg=remove_values("; ".join(validation.error_messages), no_log_values))
-            return result
-        params = dict((k, v) for k, v in validation.validated_parameters.items()
-                      if k not in validation.unsupported_parameters)
+    def run_validated(self, result, params, no_log_values, task_vars):
         try:
             outcome = ack.run(params, check_mode=self._task.check_mode)
         except ack.AckError as exc:

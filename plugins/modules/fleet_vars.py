@@ -12,8 +12,8 @@ short_description: Read variables as every host of the play sees them, in one ta
 version_added: 0.1.0
 description:
   - Returns, for every host of the play batch, the values of the variables named in O(names) exactly as a
-    task of that host would see them at this point of the play: role defaults and role parameters, play,
-    block and task vars, inventory and C(host_vars), facts and C(set_fact), extra vars, with Ansible's own
+    task of that host would see them at this point of the play (role defaults and role parameters, play,
+    block and task vars, inventory and C(host_vars), facts and C(set_fact), extra vars), with Ansible's own
     precedence, templated in that host's context.
   - Runs once (C(run_once)), in one worker on the controller. A task that runs for each host costs the
     controller a worker process per host (about 10 ms of the main process and 20 CPU-ms per host at 1,000

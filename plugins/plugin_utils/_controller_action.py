@@ -25,6 +25,7 @@ import importlib
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -44,6 +45,34 @@ def _inject_invocation(task_vars):
         return bool(C.config.get_config_value("INJECT_INVOCATION", variables=task_vars))
     except Exception:  # pylint: disable=broad-exception-caught
         return True
+
+
+class ControllerOnlyAction(ActionBase):
+    """An action plugin that is the whole module (no module process, no API options), such as webhook_ack
+    and fleet_vars: the task's arguments validated by the module's MODULE_SPEC, a bad one refused with
+    no_log values removed, then ``run_validated``. Subclasses set MODULE."""
+
+    MODULE = None
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ControllerOnlyAction, self).run(tmp, task_vars)
+        module_file = importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
+        validation = ArgumentSpecValidator(**module_file.MODULE_SPEC).validate(dict(self._task.args))
+        no_log_values = set(validation._no_log_values)
+        if validation.error_messages:
+            result.update(failed=True, msg=remove_values("; ".join(validation.error_messages), no_log_values))
+            return result
+        params = dict((k, v) for k, v in validation.validated_parameters.items()
+                      if k not in validation.unsupported_parameters)
+        return self.run_validated(result, params, no_log_values, task_vars)
+
+    def run_validated(self, result, params, no_log_values, task_vars):
+        raise NotImplementedError
 
 
 class ControllerModuleAction(ActionBase):

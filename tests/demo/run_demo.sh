@@ -12,6 +12,8 @@
 #   6. stop everything it started.
 #
 # Needs root for the source host (it creates a unix user). Usage: tests/demo/run_demo.sh
+# Without a source host (not root, or DEMO_NO_SOURCE=1) it runs against the scripted executor: the same
+# playbook and re-run, with nothing to compare on a destination.
 set -euo pipefail
 
 started=$(date +%s.%N)
@@ -47,7 +49,10 @@ executor=scripted
 if [[ -f tests/support/emulator/executors/ssh.py ]] && "$py" -c 'import paramiko' 2>/dev/null; then executor=ssh; fi
 
 say "starting the SSH source host"
-if "$py" tests/support/source_host/source_host.py start --workdir "$tmp/source" --json-out "$tmp/source.json"; then
+if [[ ${DEMO_NO_SOURCE:-0} == 1 ]]; then
+    echo "demo: DEMO_NO_SOURCE=1: no source host; using the scripted executor" >&2
+    executor=scripted
+elif "$py" tests/support/source_host/source_host.py start --workdir "$tmp/source" --json-out "$tmp/source.json"; then
     source_started=1
 else
     echo "demo: the source host did not start (needs root and sshd, mariadb, php, rsync); using the scripted executor" >&2
@@ -90,7 +95,8 @@ inventory = {"all": {"children": {
                  "site_migration_report_dir": os.path.join(tmp, "reports")},
         "hosts": {
             "dest1.example": {"site_migration_auth": "password"},
-            "dest2.example": {"site_migration_auth": "generated"},
+            # without a source host there is nowhere to install the generated identity's key
+            "dest2.example": {"site_migration_auth": "generated", "site_migration_install_key": have_source},
             "dest3.example": {"site_migration_auth": "key" if have_source else "password"}}}}}}
 with open(os.path.join(tmp, "inventory", "inventory.yml"), "w") as handle:
     json.dump(inventory, handle, indent=2)          # JSON is YAML

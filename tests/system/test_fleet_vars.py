@@ -82,7 +82,7 @@ def run(python, tmp_path, playbook, *args):
     cmd = [playbook_bin(python), "-i", str(tmp_path / "inventory.ini"), str(playbook),
            "--vault-password-file", str(tmp_path / "vault-pass")] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, cwd=str(tmp_path), timeout=300,
-                          env=ansible_env(tmp_path, ANSIBLE_ROLES_PATH=str(tmp_path / "roles")))
+                          env=ansible_env(tmp_path, ANSIBLE_ROLES_PATH=str(tmp_path / "roles")), check=False)
 
 
 @pytest.mark.parametrize("python", CORES)

@@ -553,7 +553,9 @@ def test_request_log_never_holds_values(emu, new_site):
         assert secret not in text
     assert all("?" not in e["path"] for e in log)
     assert log[0]["params"] == ["remote-host", "remote-user", "remote-pass"]
-    assert set(log[0]) == {"seq", "time", "method", "path", "endpoint", "status", "write", "fault", "params"}
+    assert set(log[0]) == {"seq", "time", "method", "path", "endpoint", "status", "write", "fault", "params",
+                           "connection"}
+    assert all(isinstance(e["connection"], int) for e in log)   # the client's port, no value
     assert [e["seq"] for e in log] == sorted(e["seq"] for e in log)
     server_log = open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8").read()
     for secret in secrets_sent + [emu.api_key]:
