@@ -35,16 +35,16 @@ class ActionModule(ControllerOnlyAction):
     MODULE = "fleet_vars"
 
     def run_validated(self, result, params, no_log_values, task_vars):
-        hosts = params["hosts"] if params["hosts"] is not None else task_vars.get("ansible_play_batch", [])
+        # The play's host lists, as the strategy passes them (without them each call would list them again).
+        batch = task_vars.get("ansible_play_batch")
+        hosts_all = task_vars.get("ansible_play_hosts_all")
+        hosts = params["hosts"] if params["hosts"] is not None else (batch or [])
         if not hosts:
             result.update(failed=True, msg="fleet_vars: hosts is empty; name the hosts to read, or leave hosts out "
                                            "for the play batch.")
             return result
         manager, inventory = _variable_manager(task_vars)
         play = self._task.get_play()
-        # The play's host lists, as the strategy passes them (without them each call would list them again).
-        hosts_all = task_vars.get("ansible_play_hosts_all")
-        batch = task_vars.get("ansible_play_batch")
         found = []
         for name in hosts:
             host = inventory.get_host(name)

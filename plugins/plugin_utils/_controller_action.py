@@ -47,10 +47,9 @@ def _inject_invocation(task_vars):
         return True
 
 
-class ControllerOnlyAction(ActionBase):
-    """An action plugin that is the whole module (no module process, no API options), such as webhook_ack
-    and fleet_vars: the task's arguments validated by the module's MODULE_SPEC, a bad one refused with
-    no_log values removed, then ``run_validated``. Subclasses set MODULE."""
+class _ControllerAction(ActionBase):
+    """What every action plugin of the collection is: it runs in the controller process, for the module
+    file of its name (MODULE, which subclasses set)."""
 
     MODULE = None
     TRANSFERS_FILES = False
@@ -58,11 +57,19 @@ class ControllerOnlyAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def _module_file(self):
+        return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
+
+
+class ControllerOnlyAction(_ControllerAction):
+    """An action plugin that is the whole module (no module process, no API options), such as webhook_ack
+    and fleet_vars: the task's arguments validated by the module's MODULE_SPEC, a bad one refused with
+    no_log values removed, then ``run_validated``."""
+
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ControllerOnlyAction, self).run(tmp, task_vars)
-        module_file = importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
-        validation = ArgumentSpecValidator(**module_file.MODULE_SPEC).validate(dict(self._task.args))
+        validation = ArgumentSpecValidator(**self._module_file().MODULE_SPEC).validate(dict(self._task.args))
         no_log_values = set(validation._no_log_values)
         if validation.error_messages:
             result.update(failed=True, msg=remove_values("; ".join(validation.error_messages), no_log_values))
@@ -75,17 +82,8 @@ class ControllerOnlyAction(ActionBase):
         raise NotImplementedError
 
 
-class ControllerModuleAction(ActionBase):
-    """Subclasses set MODULE to the module's short name."""
-
-    MODULE = None
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
-
-    def _module_file(self):
-        return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
+class ControllerModuleAction(_ControllerAction):
+    """An API module's action plugin: its logic in the controller process, or the classic module."""
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
