@@ -49,58 +49,57 @@ antsibull-docs sphinx-init --use-current --squash-hierarchy --lenient \
     --title "wpcloud.hosting" --html-short-title "wpcloud.hosting" \
     --dest-dir "$site" wpcloud.hosting >/dev/null
 
-# MyST for the Markdown guides; no intersphinx (no network); guides are pages of their own.
-cat >>"$site/conf.py" <<'EOF'
+# MyST for the Markdown guides; Ansible's labels from a local inventory (no network); the logo goes
+# to this site's index (the theme's documentation_home_url is "/", a path no file-opened site has).
+inventory=$work/ansible_devel.inv
+cat >>"$site/conf.py" <<EOF
 
 # --- added by tests/utils/build-docs.sh
 extensions.append('myst_parser')
 source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 myst_heading_anchors = 4
-intersphinx_mapping = {}
-suppress_warnings = ['myst.header', 'myst.xref_missing', 'ref.doc', 'image.not_readable', 'toc.not_included']
+intersphinx_mapping = {'ansible_devel': ('https://docs.ansible.com/projects/ansible/devel/', '$inventory')}
+
+
+def _home_link(app, pagename, templatename, context, doctree):
+    context['theme_documentation_home_url'] = context['pathto'](app.config.root_doc)
+
+
+def setup(app):
+    app.connect('html-page-context', _home_link)
 EOF
 
 echo "build-docs: antsibull-docs collection (plugin, role and index pages)"
 mkdir -p "$site/rst" && chmod og-w "$site/rst"
-(cd "$site" && antsibull-docs --config-file antsibull-docs.cfg collection --cleanup everything --use-current \
-    --squash-hierarchy --dest-dir rst wpcloud.hosting) >"$work/antsibull-docs.log" 2>&1 \
+tree=$collections/ansible_collections/wpcloud/hosting
+(cd "$site" && antsibull-docs --config-file "$tree/docs/docsite/antsibull-docs.cfg" collection \
+    --cleanup everything --use-current --squash-hierarchy --dest-dir rst wpcloud.hosting) >"$work/antsibull-docs.log" 2>&1 \
     || { cat "$work/antsibull-docs.log" >&2; exit 1; }
 
-# The guides: docs/*.md (and the example inventory they link to) and the changelog, under guides/.
-tree=$collections/ansible_collections/wpcloud/hosting
-mkdir -p "$site/rst/guides"
-cp "$tree"/docs/*.md "$site/rst/guides/"
-cp "$tree"/docs/*.png "$site/rst/guides/" 2>/dev/null || true
-[[ -d $tree/docs/examples ]] && cp -r "$tree/docs/examples" "$site/rst/guides/"
-cp "$tree/CHANGELOG.rst" "$site/rst/guides/CHANGELOG.rst"
-{
-    echo
-    echo ".. toctree::"
-    echo "   :maxdepth: 1"
-    echo "   :caption: Guides"
-    echo
-    for page in getting-started migration webhooks awx security troubleshooting api-choices; do
-        [[ -f $site/rst/guides/$page.md ]] && echo "   guides/$page"
-    done
-    echo "   guides/CHANGELOG"
-    echo
-    echo ".. toctree::"
-    echo "   :hidden:"
-    echo
-    for page in "$site"/rst/guides/*.md; do
-        name=$(basename "$page" .md)
-        case " getting-started migration webhooks awx security troubleshooting api-choices " in
-            *" $name "*) ;;
-            *) echo "   guides/$name" ;;
-        esac
-    done
-} >>"$site/rst/index.rst"
+# The index's other pages (docs/docsite/extra-docs.yml): the guides of docs/ and the changelog in place
+# of their short pages, and the pages of the event source, the playbooks and the rulebook, written
+# from their sources.
+python tests/utils/docsite_pages.py "$tree" "$site/rst" "$inventory"
 
 echo "build-docs: sphinx-build"
-sphinx-build -q -b html -c "$site" "$site/rst" "$out/html" 2>"$work/sphinx-warnings.log" \
-    || { cat "$work/sphinx-warnings.log" >&2; exit 1; }
+# every warning fails the build (nothing suppressed); --keep-going lists them all
+sphinx_rc=0
+sphinx-build -q -W --keep-going -b html -c "$site" "$site/rst" "$out/html" 2>"$work/sphinx-warnings.log" || sphinx_rc=$?
 warnings=$(grep -c 'WARNING' "$work/sphinx-warnings.log" || true)
-pages=$(find "$out/html" -name '*.html' | wc -l)
+if [[ $sphinx_rc -ne 0 ]]; then
+    cat "$work/sphinx-warnings.log" >&2
+    echo "build-docs: FAIL: sphinx-build: $warnings warnings (each fails the build)" >&2
+    exit 1
+fi
+
+# every local link of the site, anchors included
+links_rc=0
+python tests/utils/check_site_links.py "$out/html" >"$work/links.log" || links_rc=$?
+if [[ $links_rc -ne 0 ]]; then
+    cat "$work/links.log" >&2
+    echo "build-docs: FAIL: broken links on the site" >&2
+    exit 1
+fi
 ds=$(( ($(date +%s%N) - started) / 100000000 ))
-printf 'build-docs: %s HTML pages in %s (%s Sphinx warnings, see %s); took %d.%d s\n' \
-    "$pages" "${out#"$root"/}/html" "$warnings" "${work#"$root"/}/sphinx-warnings.log" $((ds / 10)) $((ds % 10))
+printf 'build-docs: %s in %s, %s Sphinx warnings; took %d.%d s\n' \
+    "$(tail -n1 "$work/links.log" | sed 's/^check-site-links: //')" "${out#"$root"/}/html" "$warnings" $((ds / 10)) $((ds % 10))

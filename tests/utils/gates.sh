@@ -19,6 +19,8 @@
 #                fails on any line starting with WARNING or ERROR (galaxy-importer itself exits 0 on them)
 #     docs       antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs self
 #                --check-extra-docs-refs .
+#     site       the HTML docs site (tests/utils/build-docs.sh, about 20 s): 0 Sphinx warnings (nothing
+#                suppressed) and 0 broken local links, anchors included (tests/utils/check_site_links.py)
 #     changelog  antsibull-changelog lint, and CHANGELOG.rst equals what `antsibull-changelog generate`
 #                makes from changelogs/changelog.yaml
 #     ee         ansible-builder create with the sample EE definition (extensions/awx/ee) and the built
@@ -48,11 +50,11 @@ while [[ $# -gt 0 ]]; do
         --skipped-file) skipped_file=${2:?--skipped-file needs a path}; shift 2 ;;
         --changelog-release) release_date=${2:?--changelog-release needs a date YYYY-MM-DD}; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-        lint|importer|docs|changelog|ee) gates+=("$1"); shift ;;
+        lint|importer|docs|site|changelog|ee) gates+=("$1"); shift ;;
         *) echo "gates: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[[ ${#gates[@]} -gt 0 ]] || gates=(lint importer docs changelog ee)
+[[ ${#gates[@]} -gt 0 ]] || gates=(lint importer docs site changelog ee)
 
 now() { date +%s%N; }
 elapsed() { local ds=$(( ($(now) - $1) / 100000000 )); printf '%d.%d' $((ds / 10)) $((ds % 10)); }   # seconds, 0.1 s
@@ -67,10 +69,10 @@ if [[ ! -f $venv/.installed || $req -nt $venv/.installed || requirements.txt -nt
     echo "gates: installing the release tools into $venv"
     tests/utils/make-venv.sh "$venv" "$req" --per-package >&2 || { echo "gates: FAIL: could not install $req into $venv" >&2; exit 1; }
 fi
-declare -A needs=([lint]="ansible-lint" [importer]="galaxy-importer ansible-core" [docs]="antsibull-docs"
+declare -A needs=([lint]="ansible-lint" [importer]="galaxy-importer ansible-core" [docs]="antsibull-docs" [site]="antsibull-docs sphinx"
                   [changelog]="antsibull-changelog" [ee]="ansible-builder ansible-core")
 declare -A tool_of=([ansible-lint]=ansible-lint [galaxy-importer]=galaxy-importer [ansible-core]=ansible-galaxy
-                    [antsibull-docs]=antsibull-docs [antsibull-changelog]=antsibull-changelog [ansible-builder]=ansible-builder)
+                    [antsibull-docs]=antsibull-docs [sphinx]=sphinx-build [antsibull-changelog]=antsibull-changelog [ansible-builder]=ansible-builder)
 # why a gate cannot run here (nothing when it can); a tool missing for no recorded reason is an error
 unavailable() {
     local pkg line
@@ -150,6 +152,16 @@ gate_docs() {
     local rc=$?
     grep -vE '^\s*$' "$logs/docs.log" >"$work/docs.findings"
     [[ $rc -eq 0 && ! -s $work/docs.findings ]]
+}
+
+# the site builder copies the tree itself (into .build/release/docs) and writes docs/build/html
+gate_site() {
+    tests/utils/build-docs.sh --venv "$venv" >"$logs/site.log" 2>&1
+    local rc=$?
+    grep -E 'WARNING|ERROR|: (no such|absolute path|outside)|FAIL' "$logs/site.log" >"$work/site.findings"
+    [[ $rc -ne 0 ]] && echo "build-docs.sh exited with $rc" >>"$work/site.findings"
+    grep -E '^build-docs: [0-9]+ pages' "$logs/site.log" >"$work/site.summary"
+    [[ $rc -eq 0 && ! -s $work/site.findings && -s $work/site.summary ]]
 }
 
 gate_changelog() {

@@ -1,0 +1,381 @@
+#!/usr/bin/env python
+"""The docs site's pages that antsibull-docs cannot make, written from their sources at build time.
+
+    python tests/utils/docsite_pages.py TREE SITE_RST INVENTORY
+
+TREE is the collection (a copy of the repository), SITE_RST the Sphinx source directory that
+`antsibull-docs collection` filled. antsibull-docs turns each guide named in
+docs/docsite/extra-docs.yml into SITE_RST/docsite/<name>.rst from the short page of that name in
+docs/docsite/rst/; this script replaces those short pages with what they stand for, so a guide or a
+reference page has one source and cannot drift from it:
+
+- docsite/<name>.md: the guide docs/<name>.md (MyST), with the images, example files and repository
+  files it links to copied next to it so that its links work on the site as they do in the
+  repository; docsite/changelog.rst: CHANGELOG.rst;
+- docsite/event-source.rst: the event source's reference, from the DOCUMENTATION and EXAMPLES strings
+  of extensions/eda/plugins/event_source/webhook.py (read, not imported);
+- docsite/playbooks.rst and docsite/playbooks/<name>.rst: every playbooks/*.yml, its header comment,
+  plays and source;
+- docsite/rulebook.rst: extensions/eda/rulebooks/webhooks.yml, its sources, rules and source.
+
+INVENTORY is written as a Sphinx (intersphinx) inventory of the labels of Ansible's own
+documentation that the generated plugin pages refer to, from docs/docsite/ansible_devel_labels.txt
+(Ansible's docs cannot be fetched at build time). Any guide of docs/ that extra-docs.yml does not name
+is an error, as is a short page that no source replaces.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import sys
+import zlib
+
+import yaml
+from antsibull_docs_parser import rst as markup_rst
+from antsibull_docs_parser.parser import Context, parse
+
+COLLECTION = 'wpcloud.hosting'
+EVENT_SOURCE = 'extensions/eda/plugins/event_source/webhook'
+RULEBOOK = 'extensions/eda/rulebooks/webhooks.yml'
+# Markdown links to a local file: [text](path) and ![alt](path), not URLs nor in-page anchors
+LOCAL_LINK = re.compile(r'\]\((?!https?:|mailto:|#)([^)\s#]+)(#[^)\s]*)?\)')
+
+
+def heading(text: str, char: str, over: bool = False) -> str:
+    line = char * len(text)
+    return f'{line}\n{text}\n{line}\n' if over else f'{text}\n{line}\n'
+
+
+def escape(text: str) -> str:
+    """Plain text as reST: markup characters escaped, and dashes and quotes kept as typed (an escaped
+    character is left alone by the site's smart quotes, which would make "--vars" an en dash)."""
+    return re.sub(r'([\\*`_|\-"\'])', r'\\\1', text)
+
+
+def markup(text: str) -> str:
+    """Ansible documentation markup (C(), O(), M() ...) as reStructuredText."""
+    return markup_rst.to_rst_plain(parse(text, Context()), current_plugin=None)
+
+
+def literal(text: str, language: str = 'text') -> str:
+    body = '\n'.join(('   ' + line) if line.strip() else '' for line in text.rstrip('\n').split('\n'))
+    return f'.. code-block:: {language}\n\n' + body + '\n'
+
+
+def label(name: str) -> str:
+    return f'.. _ansible_collections.wpcloud.hosting.docsite.{name}:\n\n'
+
+
+def comment_block(lines: list[str]) -> str:
+    """A YAML file's leading comment as reST: flush lines are prose, indented lines literal blocks."""
+    out, prose, code = [], [], []
+
+    def flush() -> None:
+        if prose:
+            out.append(escape(' '.join(prose)) + '\n')
+            prose.clear()
+        if code:
+            while code and not code[-1].strip():
+                code.pop()
+            out.append(literal('\n'.join(code)))
+            code.clear()
+
+    for line in lines:
+        text = line[1:]
+        text = text[1:] if text.startswith(' ') else text
+        if text.startswith('  ') or (code and not text.strip()):
+            if prose:
+                flush()
+            code.append(text)
+        elif not text.strip():
+            flush()
+        else:
+            if code:
+                flush()
+            prose.append(text.strip())
+    flush()
+    return '\n'.join(out)
+
+
+def header_comment(source: str) -> list[str]:
+    lines = []
+    for line in source.split('\n'):
+        if line.strip() == '---' and not lines:
+            continue
+        if not line.startswith('#'):
+            break
+        lines.append(line)
+    return lines
+
+
+# ------------------------------------------------------------------ guides
+
+def place_guides(tree: str, docsite: str, names: set[str]) -> list[str]:
+    """docs/<name>.md over docsite/<name>.rst; the files they link to, where the links expect them."""
+    placed = []
+    for entry in sorted(os.listdir(os.path.join(tree, 'docs'))):
+        if not entry.endswith('.md'):
+            continue
+        name = entry[:-3]
+        if name not in names:
+            raise SystemExit(f'docsite_pages: docs/{entry} is not in docs/docsite/extra-docs.yml: '
+                             f'add {name} to a section there and docs/docsite/rst/{name}.rst (a short page)')
+        source = os.path.join(tree, 'docs', entry)
+        os.remove(os.path.join(docsite, name + '.rst'))
+        shutil.copyfile(source, os.path.join(docsite, entry))
+        placed.append(name)
+        with open(source, encoding='utf-8') as handle:
+            text = handle.read()
+        for target, _anchor in LOCAL_LINK.findall(text):
+            if target.endswith('.md') and '/' not in target:
+                continue                                   # another guide: a page of the site
+            in_tree = os.path.normpath(os.path.join(tree, 'docs', target))
+            if not in_tree.startswith(tree + os.sep) or not os.path.isfile(in_tree):
+                continue                                   # Sphinx reports it (a warning fails the build)
+            # the same place relative to the page as relative to docs/ (docsite/ stands for docs/)
+            on_site = os.path.normpath(os.path.join(docsite, target))
+            os.makedirs(os.path.dirname(on_site), exist_ok=True)
+            shutil.copyfile(in_tree, on_site)
+    return placed
+
+
+def changelog_page(tree: str, docsite: str) -> None:
+    with open(os.path.join(tree, 'CHANGELOG.rst'), encoding='utf-8') as handle:
+        text = handle.read()
+    with open(os.path.join(docsite, 'changelog.rst'), 'w', encoding='utf-8') as handle:
+        handle.write(label('changelog') + text)
+
+
+# ------------------------------------------------------------------ the event source
+
+def python_strings(path: str, names: tuple[str, ...]) -> dict[str, str]:
+    with open(path, encoding='utf-8') as handle:
+        module = ast.parse(handle.read(), path)
+    found = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id in names:
+                    found[target.id] = ast.literal_eval(node.value)
+    return found
+
+
+def event_source_file(tree: str) -> str:
+    """webhook.py, or webhook/__init__.py once the source is a package."""
+    for candidate in (EVENT_SOURCE + '.py', EVENT_SOURCE + '/__init__.py'):
+        path = os.path.join(tree, candidate)
+        if os.path.isfile(path) and 'DOCUMENTATION' in python_strings(path, ('DOCUMENTATION',)):
+            return candidate
+    raise SystemExit(f'docsite_pages: no DOCUMENTATION in {EVENT_SOURCE}.py (nor {EVENT_SOURCE}/__init__.py)')
+
+
+def option_rows(options: dict, prefix: str = '') -> list[tuple[str, str]]:
+    rows = []
+    for name, spec in options.items():
+        spec = spec or {}
+        kind = spec.get('type', 'str')
+        if spec.get('elements'):
+            kind += f" / elements={spec['elements']}"
+        facts = [f':strong:`{escape(prefix + name)}`', f'*{escape(kind)}*']
+        if spec.get('required'):
+            facts.append('**required**')
+        left = ' |br| '.join(facts)
+        description = spec.get('description', [])
+        if isinstance(description, str):
+            description = [description]
+        parts = [markup(par) for par in description]
+        if spec.get('choices'):
+            parts.append('Choices: ' + ', '.join(f'``{choice}``' for choice in spec['choices']))
+        if 'default' in spec:
+            default = spec['default']
+            shown = str(default).lower() if isinstance(default, bool) else str(default)
+            parts.append(f'Default: ``{shown}``' if shown != '' else 'Default: ``""``')
+        if spec.get('aliases'):
+            parts.append('Aliases: ' + ', '.join(f'``{alias}``' for alias in spec['aliases']))
+        rows.append((left, '\n\n'.join(parts) or ' '))
+        if spec.get('suboptions'):
+            rows.extend(option_rows(spec['suboptions'], prefix + name + '.'))
+    return rows
+
+
+def list_table(header: tuple[str, str], rows: list[tuple[str, str]]) -> str:
+    out = ['.. list-table::', '   :header-rows: 1', '   :widths: 25 75', '']
+    for left, right in [header] + rows:
+        for index, cell in enumerate((left, right)):
+            lines = cell.split('\n')
+            out.append(('   * - ' if index == 0 else '     - ') + lines[0])
+            out.extend(('       ' + line) if line.strip() else '' for line in lines[1:])
+    return '\n'.join(out) + '\n'
+
+
+def event_source_page(tree: str, docsite: str) -> None:
+    path = event_source_file(tree)
+    strings = python_strings(os.path.join(tree, path), ('DOCUMENTATION', 'EXAMPLES'))
+    doc = yaml.safe_load(strings['DOCUMENTATION'])
+    name = f'{COLLECTION}.webhook'
+    description = doc.get('description', [])
+    if isinstance(description, str):
+        description = [description]
+    parts = [
+        label('event-source'),
+        '.. |br| raw:: html\n\n   <br>\n\n',
+        heading(f'{name} event source -- {escape(doc["short_description"].rstrip("."))}', '='),
+        f'This page is made from the ``DOCUMENTATION`` and ``EXAMPLES`` of ``{path}`` when the site '
+        f'is built. Use the source in a rulebook as ``{name}`` (ansible-rulebook finds it in the '
+        f'installed collection); the sample rulebook is :ref:`{COLLECTION}.webhooks '
+        f'<ansible_collections.wpcloud.hosting.docsite.rulebook>`, its set-up is in the guide '
+        ':doc:`webhooks`.\n',
+        '.. contents::\n   :local:\n   :depth: 1\n',
+        heading('Synopsis', '-'),
+        '\n'.join(f'- {markup(par)}'.replace('\n', '\n  ') for par in description) + '\n',
+    ]
+    if doc.get('requirements'):
+        parts += [heading('Requirements', '-'),
+                  '\n'.join(f'- {markup(req)}' for req in doc['requirements']) + '\n']
+    parts += [heading('Parameters', '-'),
+              list_table(('Parameter', 'Comments'), option_rows(doc.get('options') or {}))]
+    if doc.get('notes'):
+        parts += [heading('Notes', '-'), '\n'.join(f'- {markup(note)}' for note in doc['notes']) + '\n']
+    if strings.get('EXAMPLES'):
+        parts += [heading('Examples', '-'), literal(strings['EXAMPLES'].strip('\n'), 'yaml+jinja')]
+    with open(os.path.join(docsite, 'event-source.rst'), 'w', encoding='utf-8') as handle:
+        handle.write('\n'.join(parts))
+
+
+# ------------------------------------------------------------------ playbooks and the rulebook
+
+def play_summary(plays: list) -> str:
+    out = []
+    for index, play in enumerate(plays or [], 1):
+        if not isinstance(play, dict):
+            continue
+        if 'import_playbook' in play:
+            out.append(f'{index}. imports ``{play["import_playbook"]}``')
+            continue
+        hosts = play.get('hosts', '')
+        line = f'{index}. **{escape(str(play.get("name", "(unnamed play)")))}** -- hosts ``{hosts}``'
+        tasks = [task.get('name') for section in ('pre_tasks', 'roles', 'tasks', 'post_tasks')
+                 for task in (play.get(section) or []) if isinstance(task, dict) and task.get('name')]
+        if tasks:
+            line += '\n\n' + '\n'.join(f'   - {escape(task)}' for task in tasks) + '\n'
+        out.append(line)
+    return '\n'.join(out) + '\n'
+
+
+def playbook_pages(tree: str, docsite: str) -> None:
+    names = sorted(entry[:-4] for entry in os.listdir(os.path.join(tree, 'playbooks')) if entry.endswith('.yml'))
+    os.makedirs(os.path.join(docsite, 'playbooks'), exist_ok=True)
+    rows = []
+    for name in names:
+        with open(os.path.join(tree, 'playbooks', name + '.yml'), encoding='utf-8') as handle:
+            source = handle.read()
+        comment = header_comment(source)
+        first = comment_block(comment).split('\n\n')[0].strip() if comment else ''
+        rows.append((f':doc:`{COLLECTION}.{name} <playbooks/{name}>`', first or ' '))
+        page = [
+            heading(f'{COLLECTION}.{name} playbook', '='),
+            f'Run it as ``ansible-playbook {COLLECTION}.{name}`` once the collection is installed. This page '
+            f'is made from ``playbooks/{name}.yml`` when the site is built.\n',
+            comment_block(comment),
+            heading('Plays', '-'),
+            play_summary(yaml.safe_load(source)),
+            heading('Source', '-'),
+            literal(source.rstrip('\n'), 'yaml+jinja'),
+        ]
+        with open(os.path.join(docsite, 'playbooks', name + '.rst'), 'w', encoding='utf-8') as handle:
+            handle.write('\n'.join(page))
+    index = [
+        label('playbooks'),
+        heading('Playbooks', '='),
+        'The playbooks of the collection, run as ``ansible-playbook wpcloud.hosting.<name>``. Each page is '
+        'made from the playbook under ``playbooks/`` when the site is built.\n',
+        list_table(('Playbook', 'What it does'), rows),
+        '.. toctree::\n   :hidden:\n\n' + '\n'.join(f'   playbooks/{name}' for name in names) + '\n',
+    ]
+    with open(os.path.join(docsite, 'playbooks.rst'), 'w', encoding='utf-8') as handle:
+        handle.write('\n'.join(index))
+
+
+def rulebook_page(tree: str, docsite: str) -> None:
+    with open(os.path.join(tree, RULEBOOK), encoding='utf-8') as handle:
+        source = handle.read()
+    rulesets = yaml.safe_load(source) or []
+    playbooks = {entry[:-4] for entry in os.listdir(os.path.join(tree, 'playbooks')) if entry.endswith('.yml')}
+    parts = [
+        label('rulebook'),
+        heading(f'{COLLECTION}.webhooks rulebook', '='),
+        f'Run it as ``ansible-rulebook -r {COLLECTION}.webhooks``. This page is made from ``{RULEBOOK}`` '
+        'when the site is built.\n',
+        comment_block(header_comment(source)),
+    ]
+    for ruleset in rulesets:
+        parts.append(heading(f'Rule set: {escape(str(ruleset.get("name", "")))}', '-'))
+        parts.append(f'Hosts: ``{ruleset.get("hosts", "")}``. Sources: ' + ', '.join(
+            (':ref:`wpcloud.hosting.webhook <ansible_collections.wpcloud.hosting.docsite.event-source>`'
+             if f'{COLLECTION}.webhook' in source_entry else f'``{next(iter(source_entry))}``')
+            for source_entry in ruleset.get('sources', [])) + '.\n')
+        rows = []
+        for rule in ruleset.get('rules', []):
+            actions = rule.get('actions') or [rule.get('action', {})]
+            described = []
+            for action in actions:
+                for kind, args in action.items():
+                    target = (args or {}).get('name', '') if isinstance(args, dict) else ''
+                    short = target.rsplit('.', 1)[-1]
+                    if kind == 'run_playbook' and target.startswith(COLLECTION + '.') and short in playbooks:
+                        described.append(f'``{kind}`` :doc:`{target} <playbooks/{short}>`')
+                    else:
+                        described.append(f'``{kind}`` ``{target}``' if target else f'``{kind}``')
+            condition = rule.get('condition', '')
+            condition = condition if isinstance(condition, str) else yaml.safe_dump(condition).strip()
+            rows.append((escape(rule.get('name', '')), f'When ``{condition}``: ' + ', '.join(described)))
+        parts.append(list_table(('Rule', 'Condition and action'), rows))
+    parts += [heading('Source', '-'), literal(source.rstrip('\n'), 'yaml+jinja')]
+    with open(os.path.join(docsite, 'rulebook.rst'), 'w', encoding='utf-8') as handle:
+        handle.write('\n'.join(parts))
+
+
+# ------------------------------------------------------------------ Ansible's labels (intersphinx)
+
+def write_inventory(tree: str, path: str) -> int:
+    """A Sphinx inventory (version 2) of the labels listed in docs/docsite/ansible_devel_labels.txt."""
+    entries = []
+    with open(os.path.join(tree, 'docs/docsite/ansible_devel_labels.txt'), encoding='utf-8') as handle:
+        for line in handle:
+            if line.strip() and not line.startswith('#'):
+                name, uri, title = line.split(None, 2)
+                entries.append(f'{name} std:label -1 {uri} {title.strip()}\n')
+    header = ('# Sphinx inventory version 2\n# Project: Ansible\n# Version: devel\n'
+              '# The remainder of this file is compressed using zlib.\n')
+    with open(path, 'wb') as handle:
+        handle.write(header.encode('utf-8') + zlib.compress(''.join(entries).encode('utf-8')))
+    return len(entries)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4:
+        print(__doc__.split('\n\n')[1], file=sys.stderr)
+        return 2
+    tree, site_rst, inventory = (os.path.abspath(arg) for arg in argv[1:])
+    docsite = os.path.join(site_rst, 'docsite')
+    short = {entry[:-4] for entry in os.listdir(docsite) if entry.endswith('.rst')}
+    placed = set(place_guides(tree, docsite, short))
+    changelog_page(tree, docsite)
+    event_source_page(tree, docsite)
+    playbook_pages(tree, docsite)
+    rulebook_page(tree, docsite)
+    left = short - placed - {'changelog', 'event-source', 'playbooks', 'rulebook'}
+    if left:
+        raise SystemExit('docsite_pages: no source for docs/docsite/rst/%s.rst (a guide docs/<name>.md, '
+                         'or a page this script writes)' % '.rst, '.join(sorted(left)))
+    labels = write_inventory(tree, inventory)
+    print(f'docsite_pages: {len(placed)} guides, the changelog, the event source, '
+          f'{len(os.listdir(os.path.join(docsite, "playbooks")))} playbooks, the rulebook; '
+          f'{labels} labels of Ansible\'s docs')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
