@@ -92,14 +92,16 @@ if [[ $sphinx_rc -ne 0 ]]; then
     exit 1
 fi
 
-# every local link of the site, anchors included
+# every local link of the site, anchors included; a page for every part of the collection
 links_rc=0
 python tests/utils/check_site_links.py "$out/html" >"$work/links.log" || links_rc=$?
+python tests/utils/docsite_pages.py --check "$tree" "$out/html" >"$work/pages.log" || links_rc=$?
 if [[ $links_rc -ne 0 ]]; then
-    cat "$work/links.log" >&2
-    echo "build-docs: FAIL: broken links on the site" >&2
+    cat "$work/links.log" "$work/pages.log" >&2
+    echo "build-docs: FAIL: broken links or missing pages on the site" >&2
     exit 1
 fi
 ds=$(( ($(date +%s%N) - started) / 100000000 ))
-printf 'build-docs: %s in %s, %s Sphinx warnings; took %d.%d s\n' \
-    "$(tail -n1 "$work/links.log" | sed 's/^check-site-links: //')" "${out#"$root"/}/html" "$warnings" $((ds / 10)) $((ds % 10))
+printf 'build-docs: %s in %s, %s Sphinx warnings, every one of %s has a page; took %d.%d s\n' \
+    "$(tail -n1 "$work/links.log" | sed 's/^check-site-links: //')" "${out#"$root"/}/html" "$warnings" \
+    "$(tail -n1 "$work/pages.log" | sed -E 's/^docsite_pages: ([0-9]+ parts of the collection).*/\1/')" $((ds / 10)) $((ds % 10))

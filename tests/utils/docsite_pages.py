@@ -2,6 +2,7 @@
 """The docs site's pages that antsibull-docs cannot make, written from their sources at build time.
 
     python tests/utils/docsite_pages.py TREE SITE_RST INVENTORY
+    python tests/utils/docsite_pages.py --check TREE HTML_DIR
 
 TREE is the collection (a copy of the repository), SITE_RST the Sphinx source directory that
 `antsibull-docs collection` filled. antsibull-docs turns each guide named in
@@ -22,6 +23,10 @@ INVENTORY is written as a Sphinx (intersphinx) inventory of the labels of Ansibl
 documentation that the generated plugin pages refer to, from docs/docsite/ansible_devel_labels.txt
 (Ansible's docs cannot be fetched at build time). Any guide of docs/ that extra-docs.yml does not name
 is an error, as is a short page that no source replaces.
+
+--check lists what has no page in the built site (HTML_DIR): every module, plugin (by its own
+documentation: plugins/<type>/<name>.py with DOCUMENTATION, or plugins/filter/<name>.yml), role,
+playbook, the event source and the rulebook; exit status 1 when one is missing.
 """
 from __future__ import annotations
 
@@ -272,7 +277,7 @@ def playbook_pages(tree: str, docsite: str) -> None:
         with open(os.path.join(tree, 'playbooks', name + '.yml'), encoding='utf-8') as handle:
             source = handle.read()
         comment = header_comment(source)
-        first = comment_block(comment).split('\n\n')[0].strip() if comment else ''
+        first = comment_block(comment).split('\n\n', maxsplit=1)[0].strip() if comment else ''
         rows.append((f':doc:`{COLLECTION}.{name} <playbooks/{name}>`', first or ' '))
         page = [
             heading(f'{COLLECTION}.{name} playbook', '='),
@@ -354,7 +359,44 @@ def write_inventory(tree: str, path: str) -> int:
     return len(entries)
 
 
+# ------------------------------------------------------------------ every part has a page
+
+PLUGIN_PAGES = {'modules': 'module', 'filter': 'filter', 'inventory': 'inventory', 'lookup': 'lookup',
+                'callback': 'callback', 'test': 'test', 'connection': 'connection'}
+
+
+def expected_pages(tree: str) -> dict[str, str]:
+    """{page of the site: what it documents}."""
+    pages = {}
+    for folder, kind in PLUGIN_PAGES.items():
+        directory = os.path.join(tree, 'plugins', folder)
+        for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+            name, ext = os.path.splitext(entry)
+            path = os.path.join(directory, entry)
+            documented = ext == '.yml' or (ext == '.py' and 'DOCUMENTATION' in python_strings(path, ('DOCUMENTATION',)))
+            if documented and not name.startswith('_'):
+                pages[f'{name}_{kind}.html'] = f'plugins/{folder}/{entry}'
+    for role in sorted(os.listdir(os.path.join(tree, 'roles'))):
+        pages[f'{role}_role.html'] = f'roles/{role}'
+    for entry in sorted(os.listdir(os.path.join(tree, 'playbooks'))):
+        if entry.endswith('.yml'):
+            pages[f'docsite/playbooks/{entry[:-4]}.html'] = f'playbooks/{entry}'
+    pages['docsite/event-source.html'] = event_source_file(tree)
+    pages['docsite/rulebook.html'] = RULEBOOK
+    return pages
+
+
+def check_pages(tree: str, html: str) -> int:
+    pages = expected_pages(tree)
+    missing = [f'{source}: no page {page}' for page, source in pages.items()
+               if not os.path.isfile(os.path.join(html, page))]
+    print('\n'.join(missing + [f'docsite_pages: {len(pages)} parts of the collection, {len(missing)} without a page']))
+    return 1 if missing else 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[1] == '--check':
+        return check_pages(os.path.abspath(argv[2]), os.path.abspath(argv[3]))
     if len(argv) != 4:
         print(__doc__.split('\n\n')[1], file=sys.stderr)
         return 2
