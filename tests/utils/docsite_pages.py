@@ -104,6 +104,17 @@ def comment_block(lines: list[str]) -> str:
     return '\n'.join(out)
 
 
+def first_sentence(lines: list[str]) -> str:
+    """The first sentence of a comment's first paragraph, as reST."""
+    words = []
+    for line in lines:
+        text = line[1:].strip()
+        if not text or line[1:].startswith('   '):
+            break
+        words.append(text)
+    return escape(re.split(r'(?<=[.!?])\s+(?=[A-Z])', ' '.join(words), maxsplit=1)[0].rstrip(':'))
+
+
 def header_comment(source: str) -> list[str]:
     lines = []
     for line in source.split('\n'):
@@ -205,8 +216,8 @@ def option_rows(options: dict, prefix: str = '') -> list[tuple[str, str]]:
     return rows
 
 
-def list_table(header: tuple[str, str], rows: list[tuple[str, str]]) -> str:
-    out = ['.. list-table::', '   :header-rows: 1', '   :widths: 25 75', '']
+def list_table(header: tuple[str, str], rows: list[tuple[str, str]], widths: str = '25 75') -> str:
+    out = ['.. list-table::', '   :header-rows: 1', f'   :widths: {widths}', '']
     for left, right in [header] + rows:
         for index, cell in enumerate((left, right)):
             lines = cell.split('\n')
@@ -277,8 +288,7 @@ def playbook_pages(tree: str, docsite: str) -> None:
         with open(os.path.join(tree, 'playbooks', name + '.yml'), encoding='utf-8') as handle:
             source = handle.read()
         comment = header_comment(source)
-        first = comment_block(comment).split('\n\n', maxsplit=1)[0].strip() if comment else ''
-        rows.append((f':doc:`{COLLECTION}.{name} <playbooks/{name}>`', first or ' '))
+        rows.append((f':doc:`{name} <playbooks/{name}>`', first_sentence(comment) or ' '))
         page = [
             heading(f'{COLLECTION}.{name} playbook', '='),
             f'Run it as ``ansible-playbook {COLLECTION}.{name}`` once the collection is installed. This page '
@@ -296,7 +306,7 @@ def playbook_pages(tree: str, docsite: str) -> None:
         heading('Playbooks', '='),
         'The playbooks of the collection, run as ``ansible-playbook wpcloud.hosting.<name>``. Each page is '
         'made from the playbook under ``playbooks/`` when the site is built.\n',
-        list_table(('Playbook', 'What it does'), rows),
+        list_table(('Playbook', 'What it does'), rows, widths='30 70'),
         '.. toctree::\n   :hidden:\n\n' + '\n'.join(f'   playbooks/{name}' for name in names) + '\n',
     ]
     with open(os.path.join(docsite, 'playbooks.rst'), 'w', encoding='utf-8') as handle:
