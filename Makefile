@@ -41,8 +41,8 @@ help:
 	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks (summary table)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
-	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, changelog, ansible-builder"
-	@echo "make docs         build the HTML docs site into docs/build/html"
+	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, docs site, changelog, ansible-builder"
+	@echo "make docs         build the HTML docs site into docs/build/html (fails on a warning or a broken link)"
 	@echo "make emulator     run the service emulator in the foreground (EMULATOR_ARGS=\"--port 8443 --api-key KEY\")"
 	@echo "make clean        remove venvs, the collection tree and test output"
 
@@ -157,13 +157,14 @@ lint: setup
 	PATH="$(ROOT)/$(VENV)/bin:$$PATH" ansible-lint
 
 # Release gates: ansible-lint (production), galaxy-importer on the built tarball (no WARNING/ERROR),
-# antsibull-docs lint, antsibull-changelog lint, ansible-builder introspect/create. Own venv
+# antsibull-docs lint, the docs site (make docs), antsibull-changelog lint, ansible-builder introspect/create. Own venv
 # (.venv-release) on the machine's Python; a gate whose tool cannot run on it is skipped, with the reason.
 gates: setup
 	@rm -f $(BUILD)/skipped/$@ $(BUILD)/skipped/$@.partial
 	@tests/utils/gates.sh --skipped-file $(BUILD)/skipped/$@.partial
 
-# The HTML docs site (antsibull-docs + Sphinx) in docs/build/html.
+# The HTML docs site (antsibull-docs + Sphinx) in docs/build/html: no Sphinx warning, no broken local link
+# or anchor, a page for every part of the collection (the gate `site` runs the same build).
 docs: setup
 	@tests/utils/build-docs.sh
 
