@@ -392,7 +392,11 @@ def expected_pages(tree: str) -> dict[str, str]:
         if entry.endswith('.yml'):
             pages[f'docsite/playbooks/{entry[:-4]}.html'] = f'playbooks/{entry}'
     pages['docsite/event-source.html'] = event_source_file(tree)
-    pages['docsite/rulebook.html'] = RULEBOOK
+    for entry in sorted(os.listdir(os.path.join(tree, os.path.dirname(RULEBOOK)))):
+        if entry.endswith(('.yml', '.yaml')):
+            # the sample rulebook has its page; another one would need its own (none is written yet)
+            source = os.path.join(os.path.dirname(RULEBOOK), entry)
+            pages['docsite/rulebook.html' if source == RULEBOOK else f'docsite/rulebook-{os.path.splitext(entry)[0]}.html'] = source
     return pages
 
 
