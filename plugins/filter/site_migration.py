@@ -435,8 +435,12 @@ def _found(sites, registered):
     listed = set(str(e.get("domain") or "").strip().lower() for e in r.get("sites") or [] if isinstance(e, Mapping))
     for s in sites:
         if r.get("failed") or "sites" not in r:
-            s.update(stage=DONE, result="error", message="site %s: listing the sites of site_migration_client %s "
-                     "failed: %s" % (s["site"], s["client"], role_message(r.get("msg")) or "no listing returned"))
+            msg = role_message(r.get("msg")) or "no listing returned"
+            where = "listing the sites of site_migration_client %s" % s["client"]
+            # A refused key leads the message, as in every module (issue 23).
+            text = ("%s (%s)" % (msg, where) if (r.get("failure") or {}).get("status") in (401, 403)
+                    else "%s failed: %s" % (where, msg))
+            s.update(stage=DONE, result="error", message="site %s: %s" % (s["site"], text))
         elif s["site"].strip().lower() in listed:
             s.update(stage=s["after_find"], destination=EXISTING)
         else:

@@ -116,13 +116,14 @@ KEY_REFUSED_STATUS = (401, 403)
 def refused_key(status, api_message=None, resource=None, also=None):
     """The one wording of a 401/403 (every module, the sites inventory and the role show it): the API key
     first, the service's own message quoted, the other causes named only as possibilities. ``resource``
-    (e.g. "site example.com") says what the key was refused for; ``also`` adds a possible cause."""
+    (e.g. "site example.com") says what the key was refused for; ``also`` adds a possible cause of a 403
+    (a 401 is about the key alone)."""
     return ("The service refused the API key%s (HTTP %d%s). Check api_key (WPCLOUD_API_KEY): it may be "
             "wrong, revoked, or without access to %s. Other possible causes: the key's IP allow list or "
             "endpoint access in the partner portal%s." % (
                 " for " + resource if resource else "", status,
                 ', the service says: "%s"' % api_message if api_message else "",
-                resource or "this client account", ", or " + also if also else ""))
+                resource or "this client account", ", or " + also if also and status == 403 else ""))
 
 
 RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))
