@@ -15,23 +15,14 @@ import subprocess
 import pytest
 
 from playbooks import BIN, ansible_env, emulator_vars, run_playbook
+from test_module_execution import PLAY
 from test_role import Run, _explain, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
 
 KEY_FIRST = "The service refused the API key"
 BAD_KEY = "wrong-key-canary-9d41e2"
 
 # One task per module that reads before it writes, each allowed to fail; every result goes to a file.
-PLAYBOOK = """
-- name: Every module against the emulator, results to a file
-  hosts: localhost
-  gather_facts: false
-  module_defaults:
-    group/wpcloud.hosting.all:
-      api_url: "{{ wpcloud_api_url }}"
-      api_key: "{{ wpcloud_api_key }}"
-      ca_path: "{{ wpcloud_ca_path }}"
-  tasks:
-%s
+PLAYBOOK = PLAY + """%s
     - name: Write the results
       ansible.builtin.copy:
         content: "{{ {%s} | to_json }}"
@@ -41,7 +32,7 @@ PLAYBOOK = """
 
 def play(tmp_path, emu, tasks, extra_vars=None, api_key=None, timeout=300):
     """Run ``tasks`` ({name: (module, args)}), each with ignore_errors; return ({name: result}, output)."""
-    body = "".join("    - name: %s\n      %s: %s\n      register: r_%s\n      ignore_errors: true\n" % (
+    body = "".join("\n    - name: %s\n      %s: %s\n      register: r_%s\n      ignore_errors: true" % (
         name, module, json.dumps(args), name) for name, (module, args) in tasks.items())
     path = tmp_path / ("play-%s.yml" % secrets.token_hex(3))
     path.write_text(PLAYBOOK % (body, ", ".join("'%s': r_%s" % (name, name) for name in tasks)))
