@@ -360,8 +360,8 @@ def _find_site(client, domain, params=None):
             raise
         raise ModuleFailure("domain %s is used by a site this API key cannot reach: the key lists the sites of "
                             "client %s and %s is not among them, and the service says: \"%s\". Choose another domain "
-                            "(or use the API key of the account that holds it)." % (domain, params["client"], domain,
-                                                                                   used), **failure.details)
+                            "(or use the API key of the account that holds it)."
+                            % (domain, params["client"], domain, used), **failure.details)
 
 
 def _domain_of_another_client(client, client_name, domain):

@@ -135,8 +135,9 @@ def test_site_info_lists_each_site_once_whatever_the_paging(emu, tmp_path, pagin
     for n in range(5):
         emu.add_site(42001 + n, "paged-%d.example" % n, allow_migration=n % 2 == 0)
     emu.set_variants(paging=paging)
-    results, output = play(tmp_path, emu, {"small": ("wpcloud.hosting.site_info", {"client": "demo", "page_size": 2}),
-                                          "whole": ("wpcloud.hosting.site_info", {"client": "demo"})})
+    tasks = {"small": ("wpcloud.hosting.site_info", {"client": "demo", "page_size": 2}),
+             "whole": ("wpcloud.hosting.site_info", {"client": "demo"})}
+    results, output = play(tmp_path, emu, tasks)
     for name in ("small", "whole"):
         ids = [s["site_id"] for s in results[name]["sites"]]
         assert ids == [1001, 1002, 1003] + list(range(42001, 42006)), (name, ids)
@@ -165,8 +166,9 @@ def test_the_inventory_lists_each_site_once_whatever_the_paging(emu, tmp_path, p
 @pytest.mark.parametrize("variant", ["refused", "dropped"])
 def test_a_listing_without_the_flag_column_still_lists(emu, tmp_path, variant):
     emu.set_variants(list_allow_key=variant)
-    results, output = play(tmp_path, emu, {"list": ("wpcloud.hosting.site_info", {"client": "demo"}),
-                                          "one": ("wpcloud.hosting.site_info", {"site": "1002"})})
+    tasks = {"list": ("wpcloud.hosting.site_info", {"client": "demo"}),
+             "one": ("wpcloud.hosting.site_info", {"site": "1002"})}
+    results, output = play(tmp_path, emu, tasks)
     assert [s["site_id"] for s in results["list"]["sites"]] == [1001, 1002, 1003]
     assert all(s["allow_site_migration"] is None for s in results["list"]["sites"])
     assert results["one"]["allow_site_migration"] is True   # read per site where it is needed
@@ -212,8 +214,7 @@ def _create(domain, **extra):
 
 def test_the_php_sdks_job_words_end_the_wait_at_once(emu, tmp_path):
     emu.set_variants(job_words="wpconcierge")
-    results, output = play(tmp_path, emu, {"ok": _create("words-done.example"),
-                                          "bad": _create("provfail.example")})
+    results, output = play(tmp_path, emu, {"ok": _create("words-done.example"), "bad": _create("provfail.example")})
     assert not results["ok"].get("failed"), results["ok"]
     job = results["ok"]["job"]
     assert (job["status"], job["outcome"]) == ("done", "success") and job["elapsed"] < 10

@@ -580,9 +580,9 @@ def test_a_failed_listing_or_create_stops_its_sites_in_role_words():
     failed = sm.advance(fleet, {"find": {"failed": True, "msg": "client demo is not the client of this API key"}})
     assert [e["result"] for e in failed] == ["error", "error"]
     assert "listing the sites of site_migration_client demo failed" in failed[0]["message"]
-    refused = sm.advance(line_up(dict(NEW, site_migration_site="a.example"))[0], {"find": {
-        "failed": True, "failure": {"status": 401}, "msg": "The service refused the API key for client demo (HTTP 401). "
-                                                            "Check api_key (WPCLOUD_API_KEY)."}})
+    refusal = "The service refused the API key for client demo (HTTP 401). Check api_key (WPCLOUD_API_KEY)."
+    refused = sm.advance(line_up(dict(NEW, site_migration_site="a.example"))[0],
+                         {"find": {"failed": True, "failure": {"status": 401}, "msg": refusal}})
     assert refused[0]["message"] == ("site a.example: The service refused the API key for client demo (HTTP 401). Check "
                                      "wpcloud_api_key (WPCLOUD_API_KEY). (listing the sites of site_migration_client demo)")
     done = {"find": _listing(), "new": results(
