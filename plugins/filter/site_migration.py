@@ -665,8 +665,11 @@ def _utc_now():
 def report(fleet, hosts, results=None, refresh=True, generated=None):
     """The report of the run: one entry per host of the play, stopped ones included (see the doc)."""
     by_host = dict((s.get("host"), s) for s in advance(fleet, results))
+    # A source host that the key install added to the inventory (one of another AWX slice) is not a site,
+    # though Ansible counts it among the play's hosts from then on.
+    added = set(s.get("source_host") for s in fleet or [] if s.get("source_known") is False) - set(by_host)
     sites = []
-    for host in hosts or []:
+    for host in [h for h in hosts or [] if h not in added]:
         s = by_host.get(host, {})
         m = s.get("migration") or {}
         info = s.get("info") or {}

@@ -182,6 +182,9 @@ def test_a_source_host_in_another_slice_is_reached_at_the_sites_own_address():
     # one inventory entry to add for the source, at the first site's address; two users' directories
     assert todo["absent_sources"] == [{"source_host": "src-host", "remote_host": "198.51.100.7", "remote_port": 2222}]
     assert [u["remote_user"] for u in todo["users"]] == ["shop", "news"]
+    # Ansible counts the added source host among the play's hosts from then on: it is no site of the report
+    report = sm.report(fleet, ["dest0.example", "dest1.example", "dest2.example", "src-host"], done)
+    assert [e["host"] for e in report["sites"]] == ["dest0.example", "dest1.example", "dest2.example"]
     # the same site with its source host in the run's inventory: nothing to add, the become default as before
     known, dummy = line_up(dict(given, site_migration_source_host="src.example"))
     assert known[0]["source_known"] is True and known[0]["install_become"] is True
