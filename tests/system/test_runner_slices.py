@@ -3,13 +3,12 @@ jobs, each an ansible-runner run of the same playbook (migrate_site) in its own 
 the same time, against one account (here one emulator whose executor really copies from the SSH source host).
 
 Each slice's inventory is what AWX writes for it (awx/main/models/inventory.py, Inventory.get_script_data
-with slice_number/slice_count, as awx/main/tasks/jobs.py build_inventory calls it), reproduced in
-``awx_slice``: every host of the inventory sorted by name, slice k (1-based) takes hosts[k-1::K]; each group
-lists only the slice's hosts, keeps its children and its variables (AWX >= 4.0 keeps a group that the slice
-left empty; before, it was dropped), ``all`` lists every group; ``_meta.hostvars`` holds only the slice's
-hosts (plus the remote_tower_* / remote_host_* variables); the file is an executable script. So the source
-host (``source.example``) is in slice 1 only; the sites of slices 2-4 name it and reach it through the
-variables of their group (docs/awx.md section 8, the layout that slices).
+with slice_number/slice_count), reproduced in tests/support/awx_slicing.py: every host of the inventory
+sorted by name, slice k (1-based) takes hosts[k-1::K]; each group lists only the slice's hosts and keeps
+its variables (AWX >= 4.0 keeps a group that the slice left empty); ``_meta.hostvars`` holds only the
+slice's hosts; the file is an executable script. So the source host (``source.example``) is in slice 1
+only; the sites of slices 2-4 name it and reach it through the variables of their group (docs/awx.md
+section 8, the layout that slices).
 
 The credentials as the controller injects them: WP Cloud API as environment variables (the injector of
 extensions/awx/credential_types/wpcloud_api), the Machine credential as ``-u`` plus its key in ssh-agent
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from awx_slicing import awx_slice, write_script
 from launcher import start_emulator
 from playbooks import collection_tree, job_project
 from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
@@ -49,51 +49,13 @@ def vaulted(text):
     return {"__ansible_vault": lib.encrypt(text, vault_id=VAULT_ID).decode()}
 
 
-def awx_slice(hostvars, groups, inventory_vars, number, count):
-    """What AWX gives slice ``number`` of ``count`` (Inventory.get_script_data(hostvars=True, towervars=True,
-    slice_number=number, slice_count=count)). hostvars: {host: vars} (the inventory's hosts); groups:
-    {group: {"hosts": [...], "children": [...], "vars": {...}}}."""
-    hosts = sorted(hostvars)                                    # .order_by('name')
-    if count > 1 and number > 0:                                # get_sliced_hosts
-        hosts = hosts[number - 1::count]
-    data = {"all": {}}
-    if inventory_vars:
-        data["all"]["vars"] = inventory_vars
-    grouped, group_hosts = set(), {}
-    for group, spec in groups.items():
-        for host in spec.get("hosts", []):
-            if host in hosts:                                   # "host might not be in current shard"
-                group_hosts.setdefault(group, []).append(host)
-                grouped.add(host)
-    data["all"]["hosts"] = [h for h in hosts if h not in grouped]
-    for group, spec in groups.items():
-        info = {}
-        if group in group_hosts:
-            info["hosts"] = group_hosts[group]
-        if spec.get("children"):
-            info["children"] = spec["children"]
-        if spec.get("vars"):
-            info["vars"] = spec["vars"]
-        if info:
-            data[group] = info
-    data["all"]["children"] = list(groups)
-    data["_meta"] = {"hostvars": {}}
-    for index, host in enumerate(hosts):
-        host_id = sorted(hostvars).index(host) + 1
-        data["_meta"]["hostvars"][host] = dict(hostvars[host], remote_tower_enabled="true", remote_tower_id=host_id,
-                                               remote_host_enabled="true", remote_host_id=host_id)
-    return data
-
-
 def slice_job(base, number, inventory, emu, src, job_id):
     """The private data directory the controller writes for one slice's job."""
     pdd = base / ("slice%d" % number)
     for sub in ("inventory", "env"):
         (pdd / sub).mkdir(parents=True, exist_ok=True)
     job_project(pdd)
-    script = pdd / "inventory" / "hosts"
-    script.write_text("#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nprint(%r)\n" % json.dumps(inventory))
-    script.chmod(0o700)
+    write_script(pdd, inventory)
     ca_file = pdd / "env" / "wpcloud_ca.pem"                    # the credential type's file injector
     ca_file.write_text(Path(emu.ca_path).read_text())
     envvars = {"WPCLOUD_API_URL": emu.url, "WPCLOUD_API_KEY": emu.api_key, "WPCLOUD_CA_PATH": str(ca_file),
