@@ -245,7 +245,8 @@ def _problems(params, given, hostvars, sources):
         if value is not None and value <= 0:
             problems.append("site_migration_%s must be a positive number of seconds (it is %s)" % (name, value))
     problems += _new_site_problems(params, empty)
-    resolved = {"source_host": source or "", "source_known": known, "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
+    resolved = {"source_host": source or "", "source_known": known,
+                "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
                 "remote_user": remote_user, "auth": auth, "install_key": bool(installs),
                 "install_become": become, "client": _value(params, "client"),
                 "create_wait": _as(bool, _value(params, "create_wait")) is not False}
@@ -514,9 +515,10 @@ def _next(step, s, r):
                 "stage": "key" if s["install_key"] and key else ("run" if running else "preflight")}
     if step == "key":
         if failed:
+            # the shell's own words ("Permission denied") rather than its "non-zero return code"
+            detail = str(r.get("stderr") or "").strip() or msg or "unreachable"
             return {"stage": DONE, "result": "error", "key_installed": False,
-                    "message": who + "installing the generated key on %s failed: %s"
-                    % (s["source_host"], msg or "unreachable")}
+                    "message": who + "installing the generated key on %s failed: %s" % (s["source_host"], detail)}
         return {"stage": "run" if s.get("running") else "preflight", "key_installed": bool(r.get("changed"))}
     return _waited(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
 

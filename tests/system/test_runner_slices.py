@@ -195,3 +195,33 @@ def test_a_sliced_job_template_with_the_source_host_in_one_slice(tmp_path, sourc
     assert proc.returncode != 0 and "is in reports 1 and 2" in proc.stdout + proc.stderr
     assert not (tmp_path / "bad.json").exists()
     print("%d slices x %d sites (source host in slice 1 only): %.1f s wall" % (SLICES, SITES // SLICES, elapsed))
+
+
+def test_keys_that_slices_add_at_once_to_one_authorized_keys_are_all_kept(tmp_path):
+    """The slices of a sliced job are separate jobs: sites that share a source user add their generated keys
+    to one authorized_keys at the same time. The role's task appends (never reads and replaces), so 40
+    writers at once keep all 40 lines, a key already there is not added twice, and check mode only looks."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    tasks = yaml.safe_load((collection_tree(tmp_path) / "ansible_collections" / "wpcloud" / "hosting" / "roles"
+                            / "site_migration" / "tasks" / "install_keys.yml").read_text())
+    task = next(t for t in tasks if t["name"] == "Add the generated public keys to authorized_keys")
+    script = tmp_path / "add_key.sh"
+    script.write_text(task["ansible.builtin.shell"])
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA existing-without-newline")
+
+    def add(key, check="false"):
+        env = dict(os.environ, SITE_MIGRATION_KEY=key, SITE_MIGRATION_USER=str(os.getuid()),
+                   SITE_MIGRATION_CHECK=check)
+        return subprocess.Popen(["sh", str(script)], cwd=str(home), env=env, stdout=subprocess.PIPE, text=True)
+
+    writers = [add("ssh-ed25519 AAAA slice-key-%02d" % i) for i in range(40)]
+    assert sorted(proc.communicate(timeout=60)[0].strip() for proc in writers) == ["added"] * 40
+    lines = (home / ".ssh" / "authorized_keys").read_text().splitlines()
+    assert sorted(lines) == sorted(["ssh-ed25519 AAAA existing-without-newline"]
+                                   + ["ssh-ed25519 AAAA slice-key-%02d" % i for i in range(40)])
+    assert oct((home / ".ssh" / "authorized_keys").stat().st_mode & 0o777) == "0o600"
+    assert add("ssh-ed25519 AAAA slice-key-07").communicate(timeout=60)[0].strip() == "present"
+    assert add("ssh-ed25519 AAAA new", check="true").communicate(timeout=60)[0].strip() == "would add"
+    assert len((home / ".ssh" / "authorized_keys").read_text().splitlines()) == 41

@@ -435,6 +435,11 @@ def test_a_generated_key_is_installed_before_preflight_and_its_failure_stops_the
     assert ended[0]["stage"] == "preflight" and ended[0]["key_installed"] is True
     assert ended[1]["result"] == "error"
     assert ended[1]["message"] == "site 1002: installing the generated key on src.example failed: ssh: connect refused"
+    # the shell that appends the key fails with its own words, not "non-zero return code"
+    done["key"]["results"][0] = {"item": todo["sites"][1], "failed": True, "rc": 1, "msg": "non-zero return code",
+                                 "stderr": "chown: invalid user: 'www'\n"}
+    assert sm.advance(fleet, done)[1]["message"] == ("site 1002: installing the generated key on src.example failed: "
+                                                     "chown: invalid user: 'www'")
 
 
 def test_a_later_steps_stale_result_is_never_applied():
