@@ -16,6 +16,8 @@ says. Each filter is documented in the .yml file of its name next to this one.
 * ``site_migration_step``: the arguments of one step's module call for the sites that take it, with
   the fleet advanced through the registered results of the steps before it.
 * ``site_migration_report``: the report of the run (one entry per host of the play).
+* ``site_migration_report_name``: the name of a run's report file and artifact, unique to the run: the
+  controller job (``awx_job_id``, one per slice of a sliced job) or the play's hosts, never a random number.
 * ``site_migration_report_merge``: one fleet report from the reports of runs over parts of it (AWX
   job slices), refusing a host that two of them report.
 * ``site_migration_waiting``: the destinations the role created and left to their ``site_provisioned``
@@ -28,6 +30,7 @@ names the site, the role variable (never the module option) and the fix.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
 from collections.abc import Mapping
 
@@ -184,9 +187,14 @@ def _problems(params, given, hostvars, sources):
 
     source = None if "source_host" in empty else _value(params, "source_host")
     known, found = (False, {}) if source is None else _source_vars(hostvars, str(source), sources)
-    if source is not None and not known:
-        problems.append("site_migration_source_host (%s) must be an inventory host (group wpcloud_sources), or "
-                        "leave it unset and set site_migration_remote_host and site_migration_remote_user" % source)
+    # A source host that is not in this run's inventory (in an AWX sliced job, one in another slice: a
+    # slice holds the variables of its own hosts only) is reached at the site's own remote host and user.
+    if source is not None and not known and (_value(params, "remote_host") is None
+                                             or _value(params, "remote_user") is None):
+        problems.append("site_migration_source_host (%s) is not an inventory host of this run (group "
+                        "wpcloud_sources; in an AWX sliced job, a source host in another slice is not): set "
+                        "site_migration_remote_host and site_migration_remote_user on the site or its group, so "
+                        "that the role reaches the source without its inventory entry, or add the host" % source)
     installs = auth == "generated" and install_key is not False
     if source is None and installs and "source_host" not in empty:
         problems.append("site_migration_source_host is needed to install the generated key "
@@ -215,7 +223,8 @@ def _problems(params, given, hostvars, sources):
                             "site_migration_remote_port" % (source, remote_port))
     become = _as(bool, _value(params, "install_become"))
     if become is None:
-        become = bool(known and remote_user != found["ansible_user"])
+        # A source not in the inventory: Ansible's login there (the Machine credential) is not known here.
+        become = remote_user != found["ansible_user"] if known else source is not None
 
     if auth == "password" and _value(params, "remote_pass") is None:
         problems.append("site_migration_auth=password needs site_migration_remote_pass")
@@ -236,7 +245,8 @@ def _problems(params, given, hostvars, sources):
         if value is not None and value <= 0:
             problems.append("site_migration_%s must be a positive number of seconds (it is %s)" % (name, value))
     problems += _new_site_problems(params, empty)
-    resolved = {"source_host": source or "", "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
+    resolved = {"source_host": source or "", "source_known": known,
+                "remote_host": remote_host, "remote_port": None if remote_port is None else _as(int, remote_port),
                 "remote_user": remote_user, "auth": auth, "install_key": bool(installs),
                 "install_become": become, "client": _value(params, "client"),
                 "create_wait": _as(bool, _value(params, "create_wait")) is not False}
@@ -514,9 +524,10 @@ def _next(step, s, r):
                 "stage": "key" if s["install_key"] and key else ("run" if running else "preflight")}
     if step == "key":
         if failed:
+            # the shell's own words ("Permission denied") rather than its "non-zero return code"
+            detail = str(r.get("stderr") or "").strip() or msg or "unreachable"
             return {"stage": DONE, "result": "error", "key_installed": False,
-                    "message": who + "installing the generated key on %s failed: %s"
-                    % (s["source_host"], msg or "unreachable")}
+                    "message": who + "installing the generated key on %s failed: %s" % (s["source_host"], detail)}
         return {"stage": "run" if s.get("running") else "preflight", "key_installed": bool(r.get("changed"))}
     return _waited(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
 
@@ -640,6 +651,13 @@ def step(fleet, name, results=None, inputs=None):
         for entry in todo["sites"]:
             users.setdefault((entry["source_host"], entry["remote_user"]), entry)
         todo["users"] = list(users.values())
+        # Source hosts that this run's inventory lacks (another slice's), added to it at the site's address.
+        absent = {}
+        for s in sites:
+            if not s["source_known"]:
+                absent.setdefault(s["source_host"], {"source_host": s["source_host"], "remote_host": s["remote_host"],
+                                                     "remote_port": s["remote_port"]})
+        todo["absent_sources"] = list(absent.values())
     else:
         todo["migration_ids"] = [s["migration_id"] for s in sites]
         # One wait for every site: it lasts as long as the longest timeout and polls as often as the
@@ -658,8 +676,11 @@ def _utc_now():
 def report(fleet, hosts, results=None, refresh=True, generated=None):
     """The report of the run: one entry per host of the play, stopped ones included (see the doc)."""
     by_host = dict((s.get("host"), s) for s in advance(fleet, results))
+    # A source host that the key install added to the inventory (one of another AWX slice) is not a site,
+    # though Ansible counts it among the play's hosts from then on.
+    added = set(s.get("source_host") for s in fleet or [] if s.get("source_known") is False) - set(by_host)
     sites = []
-    for host in hosts or []:
+    for host in [h for h in hosts or [] if h not in added]:
         s = by_host.get(host, {})
         m = s.get("migration") or {}
         info = s.get("info") or {}
@@ -707,6 +728,26 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         "refresh": bool(_as(bool, refresh)),
         "sites": sites,
     }
+
+
+def report_name(hosts, job_id=None, now=None):
+    """The stem of a run's report file and artifact name, unique to the run (see the doc): its UTC time,
+    then the controller job that ran it (every slice of a sliced job template is a job of its own) or,
+    outside a controller, a digest of the play's hosts (slices cover disjoint hosts)."""
+    hosts = sorted(set(str(h) for h in hosts or []))
+    if not hosts:
+        raise AnsibleFilterError("site_migration_report_name: the play has no hosts")
+    stamp = now or datetime.datetime.now(datetime.timezone.utc)
+    if job_id is not None and str(job_id).strip():
+        if not str(job_id).strip().isdigit():
+            raise AnsibleFilterError("site_migration_report_name: job_id must be the controller's job number "
+                                     "(awx_job_id), not %r" % (job_id,))
+        who = "job%s" % str(job_id).strip()
+    else:
+        # Microseconds keep two runs over the same hosts apart; the digest keeps slices apart.
+        who = "%s-hosts-%s" % (stamp.strftime("%f"),
+                               hashlib.sha256("\n".join(hosts).encode("utf-8")).hexdigest()[:16])
+    return "site-migration-%s-%s" % (stamp.strftime("%Y%m%dT%H%M%S"), who)
 
 
 def merge_reports(reports, generated=None):
@@ -775,5 +816,6 @@ class FilterModule:
             "site_migration_step": step,
             "site_migration_report": report,
             "site_migration_report_merge": merge_reports,
+            "site_migration_report_name": report_name,
             "site_migration_waiting": waiting,
         }

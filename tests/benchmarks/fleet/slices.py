@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """AWX job slicing benchmark: one fleet of N sites migrated by K concurrent ansible-runner jobs, each over
-its slice of the inventory (host i in slice i mod K) in its own private data directory, against one
+its slice of the inventory as AWX slices it (tests/support/awx_slicing.py: all hosts sorted by name, the
+source host among them, so it is in one slice only) in its own private data directory, against one
 emulator, next to the same fleet in one job (K=1); interleaved (1, K, 1, K ...), medians
 (docs/awx.md, "Fleets: sliced job templates").
 
@@ -21,43 +22,52 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run as fleet_bench  # noqa: E402  (Fleet, machine_cpu, median, log)
+sys.path.insert(0, os.path.join(fleet_bench.ROOT, "tests", "support"))
+from awx_slicing import awx_slice, write_script  # noqa: E402  (tests/support/awx_slicing.py)
 
 BIN = os.path.dirname(sys.executable)
 PLAYBOOK = "---\n- name: Migrate sites (job template playbook)\n  ansible.builtin.import_playbook: wpcloud.hosting.migrate_site\n"
 
 
-def private_data_dir(fleet, base, k, hosts, forks):
-    """What the controller writes for slice k: project, the slice's inventory, env."""
+def private_data_dir(fleet, base, k, k_slices, forks):
+    """What the controller writes for slice k (1-based) of k_slices: project, the slice's inventory (AWX's
+    slicing, tests/support/awx_slicing.py: the source host is a host like the sites, so it is in one slice
+    only), env. Returns (directory, the slice's sites)."""
     pdd = os.path.join(base, "slice%d" % k)
     for sub in ("project", "inventory", "env"):
         os.makedirs(os.path.join(pdd, sub), exist_ok=True)
     with open(os.path.join(pdd, "project", "migrate_site.yml"), "w") as handle:
         handle.write(PLAYBOOK)
     with open(fleet.inventory) as handle:
-        inventory = json.load(handle)
-    group = inventory["all"]["children"]["wpcloud_sites"]
-    group["hosts"] = dict((h, group["hosts"][h]) for h in hosts)
-    group["vars"].update(site_migration_state_dir=os.path.join(pdd, "state"),
-                         site_migration_report_dir=os.path.join(pdd, "reports"))
-    with open(os.path.join(pdd, "inventory", "hosts.json"), "w") as handle:
-        json.dump(inventory, handle)
+        whole = json.load(handle)["all"]
+    sites, sources = whole["children"]["wpcloud_sites"], whole["children"]["wpcloud_sources"]
+    hostvars = dict(sites["hosts"], **sources["hosts"])
+    # The layout that slices (docs/awx.md section 8): the source's address and user are the sites' own.
+    site_vars = dict(sites["vars"], site_migration_remote_host=fleet_bench.SOURCE, site_migration_remote_user="www",
+                     site_migration_state_dir=os.path.join(pdd, "state"),
+                     site_migration_report_dir=os.path.join(pdd, "reports"))
+    inventory = awx_slice(hostvars, {"wpcloud_sources": {"hosts": list(sources["hosts"])},
+                                     "wpcloud_sites": {"hosts": list(sites["hosts"]), "vars": site_vars}},
+                          whole["vars"], k, k_slices)
+    write_script(pdd, inventory)
     env = dict((k_, v) for k_, v in fleet.env(os.path.join(pdd, "trace.jsonl")).items()
                if k_.startswith(("ANSIBLE_", "FLEET_", "PATH")))
     env["ANSIBLE_HOME"] = os.path.join(pdd, ".ansible")
     env["ANSIBLE_LOCAL_TEMP"] = os.path.join(pdd, ".ansible", "tmp")
     with open(os.path.join(pdd, "env", "envvars"), "w") as handle:
         json.dump(env, handle)
+    with open(os.path.join(pdd, "env", "extravars"), "w") as handle:
+        json.dump({"awx_job_id": 4700 + k, "tower_job_id": 4700 + k}, handle)
     with open(os.path.join(pdd, "env", "cmdline"), "w") as handle:
         handle.write("-f %d" % forks)
-    return pdd
+    return pdd, sorted(inventory.get("wpcloud_sites", {}).get("hosts", []))
 
 
 def sliced_run(args, workroot, k_slices, repeat):
     fleet = fleet_bench.Fleet(os.path.join(workroot, "k%d-r%d" % (k_slices, repeat)), args.sites, args)
     try:
-        hosts = sorted(fleet.sites)
-        parts = [hosts[k::k_slices] for k in range(k_slices)]
-        pdds = [private_data_dir(fleet, fleet.dir, k, part, args.forks) for k, part in enumerate(parts)]
+        made = [private_data_dir(fleet, fleet.dir, k, k_slices, args.forks) for k in range(1, k_slices + 1)]
+        pdds, parts = [pdd for pdd, dummy in made], [part for dummy, part in made]
         busy0, total0 = fleet_bench.machine_cpu()
         started = time.monotonic()
         procs = [subprocess.Popen([os.path.join(BIN, "ansible-runner"), "run", pdd, "-p", "migrate_site.yml",

@@ -11,8 +11,10 @@ tests/system/test_role.py.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 
 import pytest
 import yaml
@@ -61,7 +63,8 @@ def test_the_filters_are_registered():
     assert sm.FilterModule().filters() == {"site_migration_lineup": sm.lineup, "site_migration_step": sm.step,
                                            "site_migration_inputs": sm.inputs_of,
                                            "site_migration_report": sm.report, "site_migration_waiting": sm.waiting,
-                                           "site_migration_report_merge": sm.merge_reports}
+                                           "site_migration_report_merge": sm.merge_reports,
+                                           "site_migration_report_name": sm.report_name}
 
 
 def test_a_valid_site_is_resolved_from_its_source_host():
@@ -150,9 +153,43 @@ def test_a_generated_key_to_install_needs_the_source_host():
     assert "site_migration_source_host is needed to install the generated key" in fleet[0]["message"]
 
 
-def test_an_unknown_source_host_is_refused():
-    fleet, dummy = line_up({"site_migration_source_host": "nosuch.example"})
-    assert "site_migration_source_host (nosuch.example) must be an inventory host" in fleet[0]["message"]
+def test_an_unknown_source_host_is_refused_when_the_site_does_not_say_where_the_source_is():
+    fleet, dummy = line_up({"site_migration_source_host": "nosuch.example"},
+                           {"site_migration_source_host": "nosuch.example", "site_migration_remote_host": "10.0.0.9"})
+    for entry in fleet:
+        assert entry["result"] == "invalid_input"
+        assert ("site_migration_source_host (nosuch.example) is not an inventory host of this run (group "
+                "wpcloud_sources; in an AWX sliced job, a source host in another slice is not): set "
+                "site_migration_remote_host and site_migration_remote_user") in entry["message"]
+
+
+def test_a_source_host_in_another_slice_is_reached_at_the_sites_own_address():
+    """An AWX slice holds the variables of its own hosts only: a site whose source host is in another slice
+    names it, and gives the address and user itself (the layout of docs/awx.md section 8)."""
+    given = {"site_migration_source_host": "src-host", "site_migration_remote_host": "198.51.100.7",
+             "site_migration_remote_user": "shop", "site_migration_remote_port": 2222,
+             "site_migration_auth": "generated", "site_migration_install_key": True}
+    fleet, dummy = line_up(dict(given), dict(given, site_migration_remote_user="news"),
+                           dict(given, site_migration_install_become=False), hostvars={})
+    assert [e["result"] for e in fleet] == [None, None, None] and fleet[0]["message"] == ""
+    assert fleet[0]["source_known"] is False and fleet[0]["remote_host"] == "198.51.100.7"
+    assert [e["install_become"] for e in fleet] == [True, True, False]   # the login there is not known here
+    sites = ["1001", "1002", "1003"]
+    done = {"check": results(*[{"site": x} for x in sites]), "allow": results(*[{"site": x} for x in sites]),
+            "create": results(*[_created(x, 7 + i, ssh_id_pub="ssh-ed25519 AAAA %d" % i) for i, x in enumerate(sites)])}
+    todo = sm.step(fleet, "key", done)
+    assert todo["count"] == 3
+    # one inventory entry to add for the source, at the first site's address; two users' directories
+    assert todo["absent_sources"] == [{"source_host": "src-host", "remote_host": "198.51.100.7", "remote_port": 2222}]
+    assert [u["remote_user"] for u in todo["users"]] == ["shop", "news"]
+    # Ansible counts the added source host among the play's hosts from then on: it is no site of the report
+    report = sm.report(fleet, ["dest0.example", "dest1.example", "dest2.example", "src-host"], done)
+    assert [e["host"] for e in report["sites"]] == ["dest0.example", "dest1.example", "dest2.example"]
+    # the same site with its source host in the run's inventory: nothing to add, the become default as before
+    known, dummy = line_up(dict(given, site_migration_source_host="src.example"))
+    assert known[0]["source_known"] is True and known[0]["install_become"] is True
+    one = dict((name, results(done[name]["results"][0])) for name in done)
+    assert sm.step(known, "key", one)["absent_sources"] == []
 
 
 @pytest.mark.parametrize("given, expected", [
@@ -398,6 +435,11 @@ def test_a_generated_key_is_installed_before_preflight_and_its_failure_stops_the
     assert ended[0]["stage"] == "preflight" and ended[0]["key_installed"] is True
     assert ended[1]["result"] == "error"
     assert ended[1]["message"] == "site 1002: installing the generated key on src.example failed: ssh: connect refused"
+    # the shell that appends the key fails with its own words, not "non-zero return code"
+    done["key"]["results"][0] = {"item": todo["sites"][1], "failed": True, "rc": 1, "msg": "non-zero return code",
+                                 "stderr": "chown: invalid user: 'www'\n"}
+    assert sm.advance(fleet, done)[1]["message"] == ("site 1002: installing the generated key on src.example failed: "
+                                                     "chown: invalid user: 'www'")
 
 
 def test_a_later_steps_stale_result_is_never_applied():
@@ -679,3 +721,34 @@ def test_each_sites_values_are_kept_by_name_and_null_ones_left_out():
         {"site_migration_site": "shop.example", "site_migration_docroot": "/srv/www"}]
     with pytest.raises(AnsibleFilterError, match="item 1 is a list, not a dict of variables"):
         sm.inputs_of([{}, ["a", "b", "c"]], options)
+
+
+# ----------------------------------------------------------------------------------------- report name
+
+AT = datetime.datetime(2026, 11, 26, 10, 45, 1, 123456, tzinfo=datetime.timezone.utc)
+
+
+def test_the_report_of_a_controller_job_is_named_by_the_job():
+    """Each slice of an AWX sliced job template is a job of its own (awx_job_id): slices that finish in the
+    same second never share a report file or artifact name."""
+    names = [sm.report_name(["dest%d.example" % k], job_id=4711 + k, now=AT) for k in range(4)]
+    assert names[0] == "site-migration-20261126T104501-job4711"
+    assert len(set(names)) == 4
+    assert sm.report_name(["a"], job_id="4711", now=AT) == names[0]
+    with pytest.raises(AnsibleFilterError, match=r"job_id must be the controller's job number \(awx_job_id\)"):
+        sm.report_name(["a"], job_id="4711; rm", now=AT)
+
+
+def test_the_report_of_a_run_outside_a_controller_is_named_by_its_hosts_and_time():
+    slices = [["dest%02d.example" % i for i in range(k, 24, 4)] for k in range(4)]
+    names = [sm.report_name(part, now=AT) for part in slices]
+    assert len(set(names)) == 4 and all(n.startswith("site-migration-20261126T104501-123456-hosts-") for n in names)
+    # the play's hosts, in any order: the same name; the next microsecond: another
+    assert sm.report_name(list(reversed(slices[0])), now=AT) == names[0]
+    later = AT.replace(microsecond=123457)
+    assert sm.report_name(slices[0], now=later) != names[0]
+    assert sm.report_name(slices[0], job_id=None, now=AT) == sm.report_name(slices[0], job_id="", now=AT)
+    with pytest.raises(AnsibleFilterError, match="the play has no hosts"):
+        sm.report_name([], now=AT)
+    # the time is UTC by default, and the name is one a file and an artifact variable can carry
+    assert re.match(r"^site-migration-\d{8}T\d{6}-\d{6}-hosts-[0-9a-f]{16}$", sm.report_name(["x"]))
