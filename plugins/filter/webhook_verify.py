@@ -104,7 +104,14 @@ _value:
       returned: always
       sample: 0
     event:
-      description: The event name.
+      description: The event name as sent (the signature is checked over this exact text).
+      type: str
+      returned: always
+      sample: site-provisioned
+    event_name:
+      description:
+        - The normalised event name, hyphens turned into underscores (as the owner's panel does), to
+          match on; the same as the event source's C(meta.event).
       type: str
       returned: always
       sample: site_provisioned

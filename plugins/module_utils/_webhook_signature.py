@@ -56,13 +56,14 @@ class SignatureResult:
 
     ``valid`` (bool); ``reason`` (None when valid, else one of missing_signature, malformed,
     mismatch, replayed, stale); ``key_index`` (position of the matching key, else None);
-    ``event``; ``timestamp`` and ``salt`` (the signature members as signed strings);
+    ``event`` (the name as sent, which is what was signed); ``event_name`` (its normalised form,
+    :func:`event_name`); ``timestamp`` and ``salt`` (the signature members as signed strings);
     ``location`` (``top`` or ``data``: where the signature object was found); ``delivery_id``
     (stable id of the signed delivery, see :func:`delivery_id_for`); ``replay`` (the answer of a
     ``_webhook_replay.ReplayStore`` when one judged the delivery); ``detail`` (human text).
     """
 
-    __slots__ = ("valid", "reason", "key_index", "event", "timestamp", "salt", "location",
+    __slots__ = ("valid", "reason", "key_index", "event", "event_name", "timestamp", "salt", "location",
                  "delivery_id", "replay", "detail")
 
     def __init__(self, valid=False, reason=None, key_index=None, event=None, timestamp=None,
@@ -71,6 +72,7 @@ class SignatureResult:
         self.reason = reason
         self.key_index = key_index
         self.event = event
+        self.event_name = event_name(event)
         self.timestamp = timestamp
         self.salt = salt
         self.location = location
@@ -87,6 +89,18 @@ class SignatureResult:
     def __repr__(self):
         return "SignatureResult(valid=%r, reason=%r, key_index=%r, event=%r, location=%r)" % (
             self.valid, self.reason, self.key_index, self.event, self.location)
+
+
+def event_name(event):
+    """The normalised name of an event as sent (``site-provisioned`` -> ``site_provisioned``).
+
+    The owner's reference panel turns every hyphen of an event name into an underscore before it
+    dispatches the event (Automattic/wpcloud-station, ``class-wpcloud-webhook-controller.php``), and
+    the service's own list names ``on-demand-backup`` beside ``site_provisioned``: rules match on the
+    normalised name. The signature is always checked over the name AS SENT (spec 6.3). None for a
+    name that is not a string.
+    """
+    return event.replace("-", "_") if isinstance(event, str) else None
 
 
 def loads_exact(raw):
@@ -274,6 +288,7 @@ def verify_signature(payload, hmac_keys):
     event = payload.get("event")
     if isinstance(event, str):
         result.event = event
+        result.event_name = event_name(event)
 
     sig, location = find_signature(payload)
     if sig is None:

@@ -44,11 +44,14 @@ description:
   - With keys configured, unsigned or badly signed deliveries get 401 and are never stored or
     emitted. Without a key the source refuses to start unless O(allow_unsigned=true).
   - Unknown event types and unknown fields pass through untouched. The event has the body in
-    C(payload) and C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
+    C(payload) and C(event), C(endpoint), C(headers), C(delivery_id), C(signature) (C(verified), C(key_index),
     C(location)), C(received_at) and C(uuid) in C(meta); with acknowledgements on also C(attempt)
     (1 the first time) and C(ack) (C(spool_dir) and C(url), where M(wpcloud.hosting.webhook_ack) records
     the acknowledgement).
     Authorization, cookie, token and signature headers are never copied into C(meta.headers).
+  - C(meta.event) is the normalised event name, hyphens turned into underscores (the owner's panel
+    does the same, so the service may send C(site-provisioned) for C(site_provisioned)); match rules
+    on it. C(payload.event) stays as sent: the signature is checked over that exact text.
   - C(GET /healthz) answers 200 with counters (no secrets), including C(key_count) and
     C(verified_by_key), the deliveries stored per matching key position (used to check a key rotation).
   - Bodies larger than O(max_body_size) get 413; a body that is not a JSON object (malformed, nested
@@ -221,7 +224,7 @@ EXAMPLES = r"""
         ack_timeout: 900      # the longest action, times the actions that may queue ahead of it
   rules:
     - name: site provisioned
-      condition: event.payload.event == "site_provisioned"
+      condition: event.meta.event == "site_provisioned"     # normalised: site-provisioned matches too
       action:
         run_playbook:
           name: wpcloud.hosting.on_site_provisioned   # its last task: wpcloud.hosting.webhook_ack
@@ -1118,6 +1121,21 @@ async def _receiver_main() -> int:
 # =============================================================================================
 # 4. Rulebook side: start the receiver process, emit stored events in order, record marks.
 # =============================================================================================
+def _for_rulebook(raw: bytes) -> dict:
+    """A stored event as the rulebook gets it: ``meta.event`` holds the normalised event name that
+    rules match on (``site-provisioned`` arrives as ``site_provisioned``); ``payload.event`` stays as
+    sent, which is what the signature covers. Set at hand-over, so events stored before an upgrade
+    get it too."""
+    event = json.loads(raw)
+    payload = event.get("payload")
+    if isinstance(payload, dict):
+        meta = event.get("meta")
+        if not isinstance(meta, dict):
+            meta = event["meta"] = {}
+        meta["event"] = sig.event_name(payload.get("event"))
+    return event
+
+
 class Emitter:
     """Reads durable records from the spool and hands them to the rulebook queue, in seq order.
 
@@ -1267,7 +1285,7 @@ class Emitter:
             while True:
                 if self.replays:
                     seq, delivery_id, raw = self.replays.popleft()
-                    await queue.put(json.loads(raw))
+                    await queue.put(_for_rulebook(raw))
                     await asyncio.get_running_loop().run_in_executor(
                         None, spoolfmt.record_acks, self.dir, [delivery_id], "handover")
                     continue
@@ -1279,7 +1297,7 @@ class Emitter:
                 seq, _delivery_id, _end, raw = item
                 if seq <= self.emitted_seq:
                     continue
-                await queue.put(json.loads(raw))
+                await queue.put(_for_rulebook(raw))
                 self.emitted_seq = seq
                 self._put_times.append((seq, time.monotonic()))
                 if self._mark_task is None or self._mark_task.done():
@@ -1487,7 +1505,7 @@ class AckingEmitter(Emitter):
             await self._give_up(slot)
             return
         slot.attempt += 1
-        event = json.loads(slot.raw)
+        event = _for_rulebook(slot.raw)
         meta = event.get("meta")
         if not isinstance(meta, dict):
             meta = event["meta"] = {}
@@ -1825,7 +1843,10 @@ def _operator_main(argv: list[str]) -> int:
         until = spoolfmt.parse_time(opts.until) if opts.until else None
     except ValueError as exc:
         parser.error("--since/--until: %s" % exc)
-    chosen = spoolfmt.select(spoolfmt.list_deliveries(directory), opts.ids, since, until, opts.states, opts.events)
+    chosen = spoolfmt.select(spoolfmt.list_deliveries(directory), opts.ids, since, until, opts.states)
+    if opts.events:           # either spelling of a name matches (site-provisioned is site_provisioned)
+        wanted = {sig.event_name(name) for name in opts.events}
+        chosen = [item for item in chosen if sig.event_name(item["event"]) in wanted]
     if opts.command != "list" and not (opts.all or opts.ids or opts.since or opts.until or opts.states
                                        or opts.events):
         parser.error("%s needs a selector (--id, --since, --until, --state, --event) or --all" % opts.command)

@@ -322,3 +322,15 @@ def test_is_delivery_id_takes_exactly_the_two_documented_forms():
     for bad in (None, 7, "", "sig-", signed.upper(), signed + "0", signed[:-1], "sig-" + "g" * 32,
                 " " + signed, signed + "\n", "key-" + "a" * 32):
         assert not ws.is_delivery_id(bad), bad
+
+
+@pytest.mark.parametrize("sent,normalised", [
+    ("site-provisioned", "site_provisioned"), ("site_provisioned", "site_provisioned"),
+    ("on-demand-backup", "on_demand_backup"), ("Mixed-Case", "Mixed_Case"), (None, None), (7, None)])
+def test_event_name_turns_hyphens_into_underscores(sent, normalised):
+    assert ws.event_name(sent) == normalised
+
+
+def test_a_missing_signature_still_names_the_event():
+    res = ws.verify_signature('{"event": "on-demand-backup", "data": []}', KEY)
+    assert res.reason == ws.MISSING_SIGNATURE and (res.event, res.event_name) == ("on-demand-backup", "on_demand_backup")

@@ -869,3 +869,56 @@ def test_operator_command_needs_a_spool(tmp_path, capsys):
     with pytest.raises(SystemExit):
         W["_operator_main"](["list", "--spool-dir", str(tmp_path / "nothing")])
     assert "not the spool_dir of a wpcloud.hosting.webhook source" in capsys.readouterr().err
+
+
+# -- event names: normalised for the rules, as sent for the signature ------------------------------
+
+def write_named_spool(directory, names):
+    """A spool of one event per name; returns (delivery ids, size)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    delivery_ids = ids(len(names))
+    with open(directory / "spool.log", "ab") as handle:
+        for seq, (delivery_id, name) in enumerate(zip(delivery_ids, names), 1):
+            event = {"payload": {"event": name, "data": []}, "meta": {"delivery_id": delivery_id}}
+            handle.write(W["_record"](seq, delivery_id, "fp", event))
+    return delivery_ids, os.path.getsize(directory / "spool.log")
+
+
+@pytest.mark.parametrize("acknowledgements", [True, False])
+def test_the_rulebook_gets_the_normalised_name_and_the_payload_as_sent(tmp_path, acknowledgements):
+    names = ["site-provisioned", "site_provisioned", "on-demand-backup", 42]
+    delivery_ids, size = write_named_spool(tmp_path, names)
+    if acknowledgements:
+        emitter = acking(tmp_path)
+    else:
+        emitter = W["Emitter"](str(tmp_path), 0)
+        emitter.read_mark()
+        emitter.recover()
+    emitter.durable(len(names), size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            return await rb.take(len(names))
+    events = run(scenario())
+    assert [e["meta"]["event"] for e in events] == ["site_provisioned", "site_provisioned", "on_demand_backup", None]
+    assert [e["payload"]["event"] for e in events] == names
+    assert [e["meta"]["delivery_id"] for e in events] == delivery_ids
+
+
+def test_a_hyphenated_name_is_verified_as_sent(tmp_path):
+    """The signature covers the name as sent: site-provisioned verifies, and is stored untouched."""
+    receiver = make_receiver(tmp_path)
+    assert run(deliver(receiver, signed(event="site-provisioned"))) == (200, "OK")
+    stored = SP.read_records(str(tmp_path / "spool" / "spool.log"))[0]
+    assert json.loads(stored[0][4])["payload"]["event"] == "site-provisioned"
+    # the same signature over the normalised name is another message: refused
+    forged = signed(event="site-provisioned", salt="6b2u" * 8).replace(b'"site-provisioned"', b'"site_provisioned"')
+    assert run(deliver(receiver, forged)) == (401, "signature mismatch")
+
+
+def test_operator_event_selector_matches_either_spelling(tmp_path, capsys):
+    delivery_ids, dummy = write_named_spool(tmp_path, ["site-provisioned", "site_provisioned", "over_quota"])
+    code, out, err = operator(capsys, "list", "--spool-dir", str(tmp_path), "--event", "site_provisioned", "--json")
+    assert code == 0 and [json.loads(line)["delivery_id"] for line in out.splitlines()] == delivery_ids[:2]
+    code, out, err = operator(capsys, "list", "--spool-dir", str(tmp_path), "--event", "over-quota", "--json")
+    assert [json.loads(line)["event"] for line in out.splitlines()] == ["over_quota"]
