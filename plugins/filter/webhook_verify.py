@@ -151,8 +151,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_replay import ReplayStore
-from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.replay import ReplayStore
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.signature import (
     body_fingerprint,
     parse_keys,
     verify_signature,
