@@ -55,9 +55,12 @@ class AckingEmitter(Emitter):
       command lists and replays it.
     - The mark (emitted.log) is the highest seq below which every event is done, so a restart
       reads the spool from there and skips what the journal says is done.
+    - A window that stays full with nothing acknowledged (actions that never acknowledge: a debug
+      rule, a job template without the ack token) is warned about once, naming the likely cause.
     """
 
     journal_interval = 0.1
+    window_stall_warning = 60.0   # seconds a full window waits without an acknowledgement before the warning
 
     def __init__(self, directory: str, ack_timeout: float, max_unacked: int = options.MAX_UNACKED,
                  max_attempts: int = options.MAX_ATTEMPTS, ack_url: str | None = None) -> None:
@@ -73,6 +76,8 @@ class AckingEmitter(Emitter):
         self.dead: dict = {}                  # delivery_id -> (seq, attempts) of the dead letters, kept on compaction
         self.counts = {"handed_over": 0, "acknowledged": 0, "handed_over_again": 0, "given_up": 0, "replayed": 0}
         self._journal_fd = -1
+        self._window_full_since: float | None = None
+        self._window_warned = False
         self._mark_due = False
 
     def _recovered_states(self, states: dict) -> None:
@@ -221,6 +226,7 @@ class AckingEmitter(Emitter):
                 self.dead.pop(delivery_id, None)
                 if self._settle(delivery_id):
                     self.counts["acknowledged"] += 1
+                    self._window_full_since = None
                 else:                 # not handed over yet (the operator), or a late duplicate
                     state = self.states.setdefault(delivery_id, spool.DeliveryState())
                     state.verb = spool.ACK
@@ -235,6 +241,7 @@ class AckingEmitter(Emitter):
     async def _tick(self) -> None:
         """Slots past their deadline become due; the mark is recorded when it moved."""
         now = time.monotonic()
+        self._warn_when_the_window_stalls(now)
         for slot in self.slots.values():
             if slot.deadline is not None and now >= slot.deadline and not slot.due:
                 logger.warning("wpcloud.hosting.webhook: %s not acknowledged within %gs (attempt %d of %d)",
@@ -254,6 +261,25 @@ class AckingEmitter(Emitter):
                 return
             if self.on_mark is not None:
                 self.on_mark(seq)
+
+    def _warn_when_the_window_stalls(self, now: float) -> None:
+        """Once per run: the window of unacknowledged events is full and nothing was acknowledged for
+        window_stall_warning seconds (a quarter of ack_timeout when that is shorter). Without it the
+        rulebook sees its first max_unacked events, then nothing until ack_timeout, and no word why."""
+        if self._window_warned or len(self.slots) < self.max_unacked:
+            self._window_full_since = None
+            return
+        if self._window_full_since is None:
+            self._window_full_since = now
+        if now - self._window_full_since < min(self.ack_timeout / 4, self.window_stall_warning):
+            return
+        self._window_warned = True
+        logger.warning("wpcloud.hosting.webhook: %d event(s) handed to the rulebook and none acknowledged for %gs; "
+                       "no more are handed over until one is, and each comes again after ack_timeout (%gs). "
+                       "Likely cause: the rulebook's actions do not acknowledge. End each action with "
+                       "wpcloud.hosting.webhook_ack (a job template on another node needs ack_url and the ack "
+                       "token), or set ack_timeout: 0 to turn acknowledgements off",
+                       len(self.slots), now - self._window_full_since, self.ack_timeout)
 
     async def _redo(self, delivery_ids: list) -> None:
         """The operator's replay: a slot out is handed over again now; anything else is looked up."""

@@ -238,3 +238,49 @@ def test_the_rulebook_gets_the_normalised_name_and_the_payload_as_sent(tmp_path,
     assert [e["meta"]["event"] for e in events] == ["site_provisioned", "site_provisioned", "on_demand_backup", None]
     assert [e["payload"]["event"] for e in events] == names
     assert [e["meta"]["delivery_id"] for e in events] == delivery_ids
+
+
+STALL_WARNING = "none acknowledged"
+
+
+def test_a_full_window_that_nothing_acknowledges_is_warned_about_once(tmp_path, caplog):
+    """Actions that never acknowledge (a debug rule, a job template without the ack token): the
+    rulebook gets max_unacked events, then nothing until ack_timeout. Said once, with the cause and
+    the way out (webhook_ack, or ack_timeout: 0), also when the events come again and fill it again."""
+    names = ids(3)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, timeout=0.6, window=2, attempts=5)      # warned after a quarter of ack_timeout
+    emitter.durable(3, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            await rb.take(2)
+            await until(lambda: STALL_WARNING in caplog.text, timeout=3)
+            await rb.nothing_more(0.1)                   # the third waits for room in the window
+            again = await rb.take(2, timeout=3)          # after ack_timeout: the same two again
+            await asyncio.sleep(0.5)
+            return again
+    again = run(scenario())
+    assert [e["meta"]["attempt"] for e in again] == [2, 2]
+    warnings = [r.getMessage() for r in caplog.records if STALL_WARNING in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "2 event(s) handed to the rulebook and none acknowledged for" in warnings[0]
+    assert "wpcloud.hosting.webhook_ack" in warnings[0] and "ack_timeout: 0" in warnings[0]
+    assert "ack_timeout (0.6s)" in warnings[0]
+
+
+def test_a_full_window_whose_events_are_acknowledged_is_not_warned_about(tmp_path, caplog):
+    names = ids(6)
+    size = write_spool(tmp_path, names)
+    emitter = acking(tmp_path, timeout=0.8, window=2)
+    emitter.durable(6, size)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            for dummy in range(3):
+                taken = await rb.take(2)
+                await asyncio.sleep(0.1)                 # the window is full for a while, under the 0.2 s
+                await rb.ack(*[e["meta"]["delivery_id"] for e in taken])
+            await asyncio.sleep(0.3)                     # empty window: nothing to say either
+    run(scenario())
+    assert STALL_WARNING not in caplog.text
