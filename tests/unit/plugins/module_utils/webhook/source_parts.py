@@ -104,6 +104,16 @@ def acking(directory, timeout=60.0, window=32, attempts=5, url=None):
     return emitter
 
 
+def stored_and_acking(directory, count, **options):
+    """``count`` events stored in ``directory`` and an AckingEmitter (``acking`` options) told they are
+    durable: (their delivery ids, the emitter)."""
+    names = ids(count)
+    size = write_spool(directory, names)
+    emitter = acking(directory, **options)
+    emitter.durable(count, size)
+    return names, emitter
+
+
 class Rulebook:
     """The rule engine's side of the queue, for the emitter tests: takes events as they come."""
 

@@ -20,7 +20,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import spo
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.acking_emitter import make_emitter  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.emitter import Emitter  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.webhook.source_parts import (  # noqa: E402  pylint: disable=wrong-import-position
-    Rulebook, acking, ids, run, until, write_named_spool, write_spool,
+    Rulebook, acking, ids, run, stored_and_acking, until, write_named_spool, write_spool,
 )
 
 
@@ -45,10 +45,7 @@ def test_emitter_recovers_what_was_stored_but_not_emitted(tmp_path):
 
 
 def test_acking_emitter_holds_at_most_max_unacked_and_marks_only_what_is_done(tmp_path):
-    names = ids(5)
-    size = write_spool(tmp_path, names)
-    emitter = acking(tmp_path, window=2, url="https://eda.example:8443/_wpcloud/ack")
-    emitter.durable(5, size)
+    names, emitter = stored_and_acking(tmp_path, 5, window=2, url="https://eda.example:8443/_wpcloud/ack")
 
     async def scenario():
         async with Rulebook(emitter) as rb:
@@ -71,10 +68,7 @@ def test_acking_emitter_holds_at_most_max_unacked_and_marks_only_what_is_done(tm
 
 
 def test_an_event_not_acknowledged_in_time_comes_again_then_is_given_up(tmp_path, caplog):
-    names = ids(2)
-    size = write_spool(tmp_path, names)
-    emitter = acking(tmp_path, timeout=0.2, attempts=2)
-    emitter.durable(2, size)
+    names, emitter = stored_and_acking(tmp_path, 2, timeout=0.2, attempts=2)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
@@ -127,17 +121,26 @@ def test_a_restart_hands_over_what_was_not_acknowledged_and_counts_attempts(tmp_
     assert spool.read_mark(str(tmp_path)) == 4
 
 
+def one_dead_letter(tmp_path):
+    """Three stored events with one attempt each: (names, emitter, start), where ``await start(rb)``
+    takes the three, acknowledges the first and the third, and waits until the second, not
+    acknowledged in time, is given up (a dead letter) and the mark is past all three."""
+    names, emitter = stored_and_acking(tmp_path, 3, attempts=1, timeout=0.1)
+
+    async def start(rb):
+        await rb.take(3)
+        await rb.ack(names[0], names[2])
+        await until(lambda: emitter.counts["given_up"] == 1 and emitter.marked_seq == 3)
+        await until(lambda: spool.read_mark(str(tmp_path)) == 3)
+    return names, emitter, start
+
+
 def test_the_operator_replays_a_done_and_a_dead_event(tmp_path):
-    names = ids(3)
-    size = write_spool(tmp_path, names)
-    emitter = acking(tmp_path, attempts=1, timeout=0.1)
-    emitter.durable(3, size)
+    names, emitter, start = one_dead_letter(tmp_path)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
-            await rb.take(3)
-            await rb.ack(names[0], names[2])
-            await until(lambda: emitter.counts["given_up"] == 1)   # names[1] times out with 1 attempt: dead
+            await start(rb)
             spool.request_redo(str(tmp_path), [names[0], names[1]])
             replayed = await rb.take(2)
             await rb.ack(names[0], names[1])
@@ -166,17 +169,11 @@ def test_a_replay_asked_while_stopped_is_handed_over_at_the_start(tmp_path):
 
 
 def test_rotation_compacts_the_journal_but_keeps_dead_letters(tmp_path):
-    names = ids(3)
-    size = write_spool(tmp_path, names)
-    emitter = acking(tmp_path, attempts=1, timeout=0.1)
-    emitter.durable(3, size)
+    names, emitter, start = one_dead_letter(tmp_path)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
-            await rb.take(3)
-            await rb.ack(names[0], names[2])
-            await until(lambda: emitter.counts["given_up"] == 1 and emitter.marked_seq == 3)   # names[1]: dead
-            await until(lambda: spool.read_mark(str(tmp_path)) == 3)
+            await start(rb)
             os.replace(tmp_path / "spool.log", tmp_path / "spool.log.1")
             emitter.rotated()
             await rb.ack(names[0])                       # a late duplicate acknowledgement
@@ -270,10 +267,7 @@ def test_a_full_window_that_nothing_acknowledges_is_warned_about_once(tmp_path, 
 
 
 def test_a_full_window_whose_events_are_acknowledged_is_not_warned_about(tmp_path, caplog):
-    names = ids(6)
-    size = write_spool(tmp_path, names)
-    emitter = acking(tmp_path, timeout=0.8, window=2)
-    emitter.durable(6, size)
+    names, emitter = stored_and_acking(tmp_path, 6, timeout=0.8, window=2)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
