@@ -28,10 +28,11 @@ ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
 SUITES := units integration system support reliability sanity-2.21 sanity-2.16 gates
 
 .PHONY: help setup system-packages get-pip tree test units integration system support \
-        reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo clean
+        reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
+	@echo "make webhook-demo the webhook receiver (ansible-rulebook) and the emulator wired together: one signed event"
 	@echo "make test         every suite below but lint and docs, with a summary; what CI runs"
 	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
 	@echo "make units        ansible-test units --local"
@@ -191,6 +192,12 @@ demo: setup
 	else \
 		echo "demo: needs root or sudo (the SSH source host creates a unix user)" >&2; exit 1; \
 	fi
+
+# The local webhook quick start (docs/webhooks.md): a CA and a certificate, the emulator, the client's
+# webhook_url and key, ansible-rulebook with the sample rulebook, one signed event delivered,
+# processed and acknowledged, then everything stopped. Needs a JDK 17 (java) on PATH.
+webhook-demo: setup tree
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" tests/demo/webhook_demo.sh
 
 # ---------------------------------------------------------------- clean
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ansible.module_utils.common.parameters import remove_values
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_ack as ack
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import ack
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import ControllerOnlyAction
 
 

@@ -104,7 +104,14 @@ _value:
       returned: always
       sample: 0
     event:
-      description: The event name.
+      description: The event name as sent (the signature is checked over this exact text).
+      type: str
+      returned: always
+      sample: site-provisioned
+    event_name:
+      description:
+        - The normalised event name, hyphens turned into underscores (as the owner's panel does), to
+          match on; the same as the event source's C(meta.event).
       type: str
       returned: always
       sample: site_provisioned
@@ -144,8 +151,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_replay import ReplayStore
-from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.replay import ReplayStore
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.signature import (
     body_fingerprint,
     parse_keys,
     verify_signature,

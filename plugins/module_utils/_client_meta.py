@@ -17,7 +17,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPC
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import WRITE_ONLY_KEYS
-from ansible_collections.wpcloud.hosting.plugins.module_utils._webhook_signature import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.signature import (
     MIN_KEY_DISTINCT,
     MIN_KEY_LENGTH,
     key_is_strong,

@@ -165,7 +165,7 @@ url:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.parameters import env_fallback
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_ack as ack
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import ack
 
 ARGUMENT_SPEC = dict(
     event=dict(type="dict"),

@@ -102,11 +102,13 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
     # every other event (known or not) is recorded by the catch-all rule's playbook
     lines = [json.loads(line) for line in (records / "events.jsonl").read_text().splitlines()]
     assert lines[0] == {"delivery_id": ids["response_ticket_updated4242"], "event": "response_ticket_updated",
-                        "atomic_site_id": 4242,
+                        "event_as_sent": "response_ticket_updated", "atomic_site_id": 4242,
                         "data": {"response-ticket-id": "697101d6.1", "status": "success", "operation": "preflight"}}
     assert sorted(line["event"] for line in lines) == sorted([
         "response_ticket_updated", "domain_name_changed", "wp_version_changed", "entirely_new_event",
-        "malware-scanner-results"])
+        "malware_scanner_results"])       # normalised: sent as malware-scanner-results
+    assert [line["event_as_sent"] for line in lines if line["event"] == "malware_scanner_results"] == [
+        "malware-scanner-results"]
     # every stored delivery's playbook ran to its acknowledgement, each once
     assert acknowledged() == set(ids.values())
     out = rb.output()

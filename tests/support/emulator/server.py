@@ -634,6 +634,8 @@ def parse_args(argv):
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE",
                         help="another reading of the service (variants.py; README 'Variants'), repeatable")
     parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
+    parser.add_argument("--webhook-event-names", default="as-listed", choices=("as-listed", "hyphens"),
+                        help="hyphens: send site-provisioned for site_provisioned (default: as spec 6.2 lists them)")
     parser.add_argument("--log-file", help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -673,7 +675,7 @@ def main(argv=None):
         Handler.timeout = args.idle_timeout
     service = Service(config, workdir, executor, accept_delay=accept_delay,
                       state_file=os.path.abspath(args.state_file) if args.state_file else None)
-    sender = WebhookSender(service.get_client_meta, ca_path=args.webhook_ca)
+    sender = WebhookSender(service.get_client_meta, ca_path=args.webhook_ca, event_names=args.webhook_event_names)
     service.sender = sender
 
     ca_path, cert_path, key_path = make_tls_files(workdir)

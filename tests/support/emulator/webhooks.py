@@ -22,6 +22,10 @@ What the service does (hosting platform API 2.5, 6.1, 6.3) and what we chose whe
 * Every attempt is recorded in ``deliveries``: ``id`` (per sender), ``client``, ``event``,
   ``attempt`` (1..3), ``status`` (int or None), ``error``, ``signed``, ``signature_location``,
   ``time``, ``body`` (the exact bytes as text). Never the key.
+* ``event_names``: ``as-listed`` (default) sends the names as spec 6.2 lists them
+  (``site_provisioned``); ``hyphens`` sends every underscore as a hyphen (``site-provisioned``), a
+  reading the owner's panel allows for (its receiver turns hyphens back into underscores). The
+  signature is computed over the name as sent.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from urllib.parse import urlsplit
 log = logging.getLogger("emulator.webhooks")
 
 MAX_ATTEMPTS = 3          # the first delivery plus up to two more after a non-200
+EVENT_NAMES = ("as-listed", "hyphens")
 _TS_PLACEHOLDER = "__wpcloud_signature_timestamp__"
 
 
@@ -82,9 +87,12 @@ def build_body(event, atomic_site_id=None, data=None, hmac_key=None, signature_i
 class WebhookSender:
     """Sends events for one emulator instance. Non-blocking: emit() queues and returns."""
 
-    def __init__(self, get_client_meta, ca_path=None, retry_delay=1.0, timeout=10.0):
+    def __init__(self, get_client_meta, ca_path=None, retry_delay=1.0, timeout=10.0, event_names="as-listed"):
         # get_client_meta(client, key) -> str or None, read at delivery time
+        if event_names not in EVENT_NAMES:
+            raise ValueError("event_names must be one of %s" % ", ".join(EVENT_NAMES))
         self.get_client_meta = get_client_meta
+        self.event_names = event_names
         self.ca_path = ca_path
         self.retry_delay = float(retry_delay)
         self.timeout = float(timeout)
@@ -178,6 +186,8 @@ class WebhookSender:
                 return
             key = self.get_client_meta(job["client"], "webhook_hmac_key")
             job["url"] = url
+            if self.event_names == "hyphens":
+                job["event"] = job["event"].replace("_", "-")     # recorded and signed as sent
             job["signed"] = bool(key)
             job["location"] = ("data" if job["signature_in_data"] else "top") if key else None
             job["body"] = build_body(job["event"], job["atomic_site_id"], job["data"], key or None,

@@ -88,3 +88,12 @@ def test_delivery_id_and_replay_conflict_by_body_fingerprint(tmp_path):
     assert webhook_verify(json.loads(raw(data={"version": "x"})), KEY, replay_file=path)["replay"] == "duplicate"
     line = open(path).read().splitlines()[0].split("\t")
     assert line[1:] == [TS, SALT, hashlib.sha256(raw().encode()).hexdigest()[:32]]
+
+
+def test_a_hyphenated_event_is_verified_as_sent_and_named_normalised():
+    """Spec 6.3: the signature covers the name as sent; event_name is what rules match on."""
+    res = webhook_verify(raw(event="site-provisioned", data=[]), KEY)
+    assert res["valid"] is True and res["event"] == "site-provisioned" and res["event_name"] == "site_provisioned"
+    signed_normalised = raw(event="site_provisioned", data=[]).replace('"site_provisioned"', '"site-provisioned"')
+    res = webhook_verify(signed_normalised, KEY)
+    assert res["valid"] is False and res["reason"] == "mismatch" and res["event_name"] == "site_provisioned"

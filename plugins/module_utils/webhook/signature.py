@@ -12,7 +12,7 @@ keys, the delivery id format and the body fingerprint. Used by the ``wpcloud.hos
 filter, by ``client_meta`` (key rules) and by the ``wpcloud.hosting.webhook`` Event-Driven Ansible
 source (which loads this file by path when Ansible's collection loader is not active). Keep it free
 of third-party imports and of imports from other module_utils files. Whether a delivery was seen
-before (replay, duplicates, freshness) is ``_webhook_replay.py``.
+before (replay, duplicates, freshness) is ``replay.py``.
 
 What the service signs (hosting platform API, section 6.3): the string
 ``{event}:{signature.timestamp}:{signature.salt}``, HMAC-SHA256 keyed with the client account's
@@ -22,7 +22,7 @@ examples; uppercase is accepted too).
 What the signature does NOT cover: ``data``, ``atomic_site_id``, the top-level ``timestamp`` and
 any other member of the body. A valid signature proves that the service produced *an* event of that
 name with that signature timestamp and salt, not that the rest of the body is the one it sent. A
-captured signature can be replayed with another body; ``_webhook_replay`` accepts each signed
+captured signature can be replayed with another body; ``replay`` accepts each signed
 ``(timestamp, salt)`` pair once and tells an identical redelivery (``duplicate``) from a reused
 signature with another body (``conflict``) by the body fingerprint.
 
@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterable
 
 # Result reasons of the signature check (``reason`` is None when the signature is valid); a replay
-# check adds ``replayed`` and ``stale`` (``_webhook_replay.REPLAYED``, ``_webhook_replay.STALE``).
+# check adds ``replayed`` and ``stale`` (``replay.REPLAYED``, ``replay.STALE``).
 MISSING_SIGNATURE = "missing_signature"
 MALFORMED = "malformed"
 MISMATCH = "mismatch"
@@ -56,13 +56,14 @@ class SignatureResult:
 
     ``valid`` (bool); ``reason`` (None when valid, else one of missing_signature, malformed,
     mismatch, replayed, stale); ``key_index`` (position of the matching key, else None);
-    ``event``; ``timestamp`` and ``salt`` (the signature members as signed strings);
+    ``event`` (the name as sent, which is what was signed); ``event_name`` (its normalised form,
+    :func:`event_name`); ``timestamp`` and ``salt`` (the signature members as signed strings);
     ``location`` (``top`` or ``data``: where the signature object was found); ``delivery_id``
     (stable id of the signed delivery, see :func:`delivery_id_for`); ``replay`` (the answer of a
-    ``_webhook_replay.ReplayStore`` when one judged the delivery); ``detail`` (human text).
+    ``replay.ReplayStore`` when one judged the delivery); ``detail`` (human text).
     """
 
-    __slots__ = ("valid", "reason", "key_index", "event", "timestamp", "salt", "location",
+    __slots__ = ("valid", "reason", "key_index", "event", "event_name", "timestamp", "salt", "location",
                  "delivery_id", "replay", "detail")
 
     def __init__(self, valid=False, reason=None, key_index=None, event=None, timestamp=None,
@@ -71,6 +72,7 @@ class SignatureResult:
         self.reason = reason
         self.key_index = key_index
         self.event = event
+        self.event_name = event_name(event)
         self.timestamp = timestamp
         self.salt = salt
         self.location = location
@@ -87,6 +89,18 @@ class SignatureResult:
     def __repr__(self):
         return "SignatureResult(valid=%r, reason=%r, key_index=%r, event=%r, location=%r)" % (
             self.valid, self.reason, self.key_index, self.event, self.location)
+
+
+def event_name(event):
+    """The normalised name of an event as sent (``site-provisioned`` -> ``site_provisioned``).
+
+    The owner's reference panel turns every hyphen of an event name into an underscore before it
+    dispatches the event (Automattic/wpcloud-station, ``class-wpcloud-webhook-controller.php``), and
+    the service's own list names ``on-demand-backup`` beside ``site_provisioned``: rules match on the
+    normalised name. The signature is always checked over the name AS SENT (spec 6.3). None for a
+    name that is not a string.
+    """
+    return event.replace("-", "_") if isinstance(event, str) else None
 
 
 def loads_exact(raw):
@@ -250,7 +264,7 @@ def verify_signature(payload, hmac_keys):
 
     ``payload``: the raw body (bytes or str; preferred, exact) or an already-parsed dict.
     ``hmac_keys``: one key or a list of active keys (rotation window), read by :func:`parse_keys`.
-    Whether the delivery was seen before is ``_webhook_replay.ReplayStore.admit()``.
+    Whether the delivery was seen before is ``replay.ReplayStore.admit()``.
 
     Returns a :class:`SignatureResult`; raises ValueError only when no key is given.
     """
@@ -274,6 +288,7 @@ def verify_signature(payload, hmac_keys):
     event = payload.get("event")
     if isinstance(event, str):
         result.event = event
+        result.event_name = event_name(event)
 
     sig, location = find_signature(payload)
     if sig is None:

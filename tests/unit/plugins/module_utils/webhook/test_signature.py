@@ -2,7 +2,7 @@
 # Copyright (c) wpcloud.hosting contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_webhook_signature: verification, key rules and the one key parser, delivery ids and fingerprints.
+"""webhook/signature.py: verification, key rules and the one key parser, delivery ids and fingerprints.
 
 Vectors are computed here with hmac/hashlib (and openssl), never with the code under test. No server."""
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_signature as ws
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import signature as ws
 
 KEY = "k3y-0123456789abcdef-rotation-A"
 OLD_KEY = "k3y-old-fedcba9876543210-B"
@@ -174,7 +174,7 @@ def test_delivery_id_stable_and_pair_based():
 
 
 def test_verify_signature_takes_no_replay_store():
-    """Replays are _webhook_replay's business: the signature check alone never says replayed/stale."""
+    """Replays are replay.py's business: the signature check alone never says replayed/stale."""
     raw = body()
     assert ws.verify_signature(raw, KEY).valid and ws.verify_signature(raw, KEY).valid
     assert ws.verify_signature(raw, KEY).replay is None
@@ -322,3 +322,15 @@ def test_is_delivery_id_takes_exactly_the_two_documented_forms():
     for bad in (None, 7, "", "sig-", signed.upper(), signed + "0", signed[:-1], "sig-" + "g" * 32,
                 " " + signed, signed + "\n", "key-" + "a" * 32):
         assert not ws.is_delivery_id(bad), bad
+
+
+@pytest.mark.parametrize("sent,normalised", [
+    ("site-provisioned", "site_provisioned"), ("site_provisioned", "site_provisioned"),
+    ("on-demand-backup", "on_demand_backup"), ("Mixed-Case", "Mixed_Case"), (None, None), (7, None)])
+def test_event_name_turns_hyphens_into_underscores(sent, normalised):
+    assert ws.event_name(sent) == normalised
+
+
+def test_a_missing_signature_still_names_the_event():
+    res = ws.verify_signature('{"event": "on-demand-backup", "data": []}', KEY)
+    assert res.reason == ws.MISSING_SIGNATURE and (res.event, res.event_name) == ("on-demand-backup", "on_demand_backup")

@@ -2,7 +2,7 @@
 # Copyright (c) wpcloud.hosting contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_webhook_ack, the logic of the webhook_ack module: where an acknowledgement goes (the spool on this
+"""webhook/ack.py, the logic of the webhook_ack module: where an acknowledgement goes (the spool on this
 machine, or the receiver over HTTPS), its messages, retries and check mode. The transport is a
 stand-in here; tests/system/test_webhook_ack.py sends real acknowledgements to a real receiver."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_ack as wa
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_spool as ws
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import ack as wa
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import spool as ws
 
 ID = "sig-" + "0123456789abcdef" * 2
 TOKEN = "ack-token-0123456789abcdef-0123456789"

@@ -2,7 +2,7 @@
 # Copyright (c) wpcloud.hosting contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_webhook_replay: the duplicate rule and memory, the freshness window, the filter's replay store. No server."""
+"""webhook/replay.py: the duplicate rule and memory, the freshness window, the filter's replay store. No server."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import multiprocessing
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_replay as wr
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_signature as ws
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import replay as wr
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import signature as ws
 
 KEY = "k3y-0123456789abcdef-rotation-A"
 TS = "29848839199040411"

@@ -11,7 +11,7 @@ Served by the module's action plugin on the controller (ansible-rulebook runs th
 machine of the event source, so the controller is where the spool is) and by the module itself.
 Two ways to record the acknowledgement, one rule to choose:
 
-- ``file``: an ``ack`` line in the spool directory's processing journal (``_webhook_spool``), when
+- ``file``: an ``ack`` line in the spool directory's processing journal (``webhook/spool.py``), when
   that directory is on this machine (ansible-rulebook's run_playbook / run_module);
 - ``http``: ``POST`` to the receiver's acknowledgement endpoint with the bearer token, when the
   playbook runs elsewhere (an AAP job template started by run_job_template).
@@ -27,8 +27,8 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_signature as sig
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_spool as spool
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import signature
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import spool
 
 ENV_URL = "WPCLOUD_WEBHOOK_ACK_URL"
 ENV_TOKEN = "WPCLOUD_WEBHOOK_ACK_TOKEN"
@@ -64,7 +64,7 @@ def where(params, environ=None):
     else:
         delivery_id = params.get("delivery_id")
         option = "delivery_id"
-    if not sig.is_delivery_id(delivery_id):
+    if not signature.is_delivery_id(delivery_id):
         raise AckError("%s must be a delivery id (sig- or body- and 32 hex digits, the event's meta.delivery_id); "
                        "got %r" % (option, delivery_id))
     spool_dir = params.get("spool_dir") or ack.get("spool_dir")

@@ -10,7 +10,7 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 Shared by the ``wpcloud.hosting.webhook_verify`` filter and the ``wpcloud.hosting.webhook`` event
 source (which loads this file by path when Ansible's collection loader is not active). Keep it free
 of third-party imports and of imports from other module_utils files; the ids and fingerprints it
-compares come from ``_webhook_signature``.
+compares come from ``signature``.
 
 - :func:`judge` is the one duplicate rule and :class:`DedupeMemory` the one bounded memory of
   accepted deliveries (the source keys it by delivery id, the filter's store by the signed
@@ -268,7 +268,7 @@ class ReplayStore:
             return NEW
 
     def admit(self, result, fingerprint=None):
-        """Check a valid signature result (``_webhook_signature.SignatureResult``) against the store.
+        """Check a valid signature result (``signature.SignatureResult``) against the store.
 
         Sets ``result.replay`` to the answer; a replayed (duplicate or conflict) or stale delivery
         becomes invalid with reason ``replayed`` or ``stale``. An invalid result is left alone and

@@ -2,7 +2,7 @@
 # Copyright (c) wpcloud.hosting contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""_webhook_spool: the spool directory's records, the processing journal (acknowledgements, emits,
+"""webhook/spool.py: the spool directory's records, the processing journal (acknowledgements, emits,
 dead letters, replays) shared by processes, and the operator's listing. No server."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _webhook_spool as ws
+from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import spool as ws
 
 A = "sig-" + "a" * 32
 B = "sig-" + "b" * 32
@@ -218,3 +218,22 @@ def test_record_acks_and_redo_requests(tmp_path):
     assert [(e[0], e[1], e[5]) for e in entries] == [("redo", A, "operator"), ("redo", B, "operator"),
                                                      ("ack", A, "operator")]
     assert all(abs(e[4] - time.time()) < 60 for e in entries)
+
+
+def test_records_round_trip_and_a_torn_tail(tmp_path):
+    path = tmp_path / "spool.log"
+    events = [{"payload": {"event": "e%d" % i, "data": {"t": "a\tb\nc"}}, "meta": {"delivery_id": "sig-%d" % i}}
+              for i in range(3)]
+    data = b"".join(ws.record(i + 1, "sig-%d" % i, "fp%d" % i, e) for i, e in enumerate(events))
+    path.write_bytes(data + b"4\tsig-3\tfp3\t{\"payl")          # cut by a crash
+    records, good = ws.read_records(str(path))
+    assert good == len(data)
+    assert [(r[0], r[1], r[2]) for r in records] == [(1, "sig-0", "fp0"), (2, "sig-1", "fp1"), (3, "sig-2", "fp2")]
+    assert [json.loads(r[4]) for r in records] == events            # tabs and newlines stay inside the JSON
+    assert records[-1][3] == good
+    # a range, a count limit and a byte window
+    second = ws.read_records(str(path), records[0][3], good)[0]
+    assert [r[0] for r in second] == [2, 3]
+    assert [r[0] for r in ws.read_records(str(path), 0, good, limit=1)[0]] == [1]
+    assert [r[0] for r in ws.read_records(str(path), 0, good, window=10)[0]] == [1]   # one whole record
+    assert ws.read_records(str(tmp_path / "missing"), 5) == ([], 5)
