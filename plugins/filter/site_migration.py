@@ -73,6 +73,7 @@ ROLE_VARIABLES = {
     "remote_domain": "site_migration_source_domain",
     "update_secret": "site_migration_update_secret",
     "poll_interval": "site_migration_poll_interval",
+    "poll_max_interval": "site_migration_poll_max_interval",
     # A new destination site's values (the site module's options).
     "admin_user": "site_migration_admin_user",
     "admin_email": "site_migration_admin_email",
@@ -231,6 +232,10 @@ def _problems(params, given, hostvars, sources):
     poll = _as(float, _value(params, "poll_interval"))
     if poll is not None and poll < MIN_POLL_INTERVAL:
         problems.append("site_migration_poll_interval must be at least %g (second; it is %s)" % (MIN_POLL_INTERVAL, poll))
+    poll_max = _as(float, _value(params, "poll_max_interval"))
+    if poll_max is not None and poll_max < max(poll or MIN_POLL_INTERVAL, MIN_POLL_INTERVAL):
+        problems.append("site_migration_poll_max_interval must be at least site_migration_poll_interval (it is %s, "
+                        "the interval %s): set them equal for a fixed rhythm" % (poll_max, poll or MIN_POLL_INTERVAL))
     for name in ("create_timeout", "preflight_timeout", "run_timeout"):
         value = _as(int, _value(params, name))
         if value is not None and value <= 0:
@@ -330,6 +335,7 @@ def lineup(inputs, hosts, spec, hostvars=None):
             run_timeout=_as(int, params.get("site_migration_run_timeout")),
             create_timeout=_as(int, params.get("site_migration_create_timeout")),
             poll_interval=_as(float, params.get("site_migration_poll_interval")),
+            poll_max_interval=_as(float, params.get("site_migration_poll_max_interval")),
             after_find=after_find,
             stage=DONE if problems else ("find" if creatable else after_find),
             result="invalid_input" if problems else None,
@@ -604,7 +610,8 @@ def _new_sites(sites, inputs):
             # One wait for all: it waits when any site migrates in this run, as long as the longest timeout.
             "wait": any(s["create_wait"] for s in sites),
             "wait_timeout": max(s["create_timeout"] or 1 for s in sites),
-            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites)}
+            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites),
+            "poll_max_interval": _poll_max(sites)}
 
 
 def step(fleet, name, results=None, inputs=None):
@@ -637,7 +644,14 @@ def step(fleet, name, results=None, inputs=None):
         # site that asks for the shortest interval.
         todo["wait_timeout"] = max([s["%s_timeout" % name] for s in sites] or [1])
         todo["poll_interval"] = min([s["poll_interval"] for s in sites] or [MIN_POLL_INTERVAL])
+        todo["poll_max_interval"] = _poll_max(sites)
     return todo
+
+
+def _poll_max(sites):
+    """The wait's longest gap between polls: the shortest of the sites' (None: the module's default)."""
+    given = [s["poll_max_interval"] for s in sites if s.get("poll_max_interval") is not None]
+    return min(given) if given else None
 
 
 # ----------------------------------------------------------------------------------------- report

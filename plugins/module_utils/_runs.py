@@ -99,12 +99,12 @@ def poll_migration(client, run, clock=None):
 
 
 def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=None, sleep=None,
-                        progress=None):
+                        progress=None, poll_max_interval=None):
     """Follow migrations by their state until none is active. Returns (runs, timed_out)."""
     start = (clock or time.monotonic)()
     runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
     timed_out = follow(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval, wait=wait,
-                       clock=clock, sleep=sleep, progress=progress)
+                       clock=clock, sleep=sleep, progress=progress, poll_max_interval=poll_max_interval)
     return runs, timed_out
 
 
@@ -227,10 +227,11 @@ def _wait(client, results, params, what, progress):
     options = wait_options(params)
     with ThreadPoolExecutor(max_workers=PARALLEL_WAITS) as pool:
         tickets = pool.submit(wait_for_tickets, client, [r["ticket_id"] for r in started], options["wait_timeout"],
-                              options["poll_interval"], messages=params["messages"],
-                              progress=progress) if started else None
+                              options["poll_interval"], messages=params["messages"], progress=progress,
+                              poll_max_interval=options["poll_max_interval"]) if started else None
         runs = pool.submit(wait_for_migrations, client, [r["migration_id"] for r in running],
-                           options["wait_timeout"], options["poll_interval"], progress=progress) if running else None
+                           options["wait_timeout"], options["poll_interval"], progress=progress,
+                           poll_max_interval=options["poll_max_interval"]) if running else None
         if tickets is not None:
             waited, timed_out = tickets.result()
             for result, entry in zip(started, ticket_summary(waited, timed_out)["results"]):
@@ -413,7 +414,8 @@ def run_wait(params, ctx):
     client = ctx.client()
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"], messages=params["messages"],
-                                          progress=progress_for("response_ticket_wait", params, ctx))
+                                          progress=progress_for("response_ticket_wait", params, ctx),
+                                          poll_max_interval=options["poll_max_interval"])
     summary = ticket_summary(tickets, timed_out)
     result = dict(changed=False, tickets=summary.pop("results"), **summary)
     if single:
@@ -433,7 +435,8 @@ def _wait_migrations(params, options, ctx):
     client = ctx.client()
     runs, timed_out = wait_for_migrations(client, ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"],
-                                          progress=progress_for("response_ticket_wait", params, ctx))
+                                          progress=progress_for("response_ticket_wait", params, ctx),
+                                          poll_max_interval=options["poll_max_interval"])
     summary = wait_summary(runs, timed_out, succeeded=(MIGRATION_SUCCEEDED,), failed=FAILED_STATES | {UNREADABLE})
     result = dict(changed=False, migrations=summary.pop("results"), **summary)
     failures = [m for m in result["migrations"] if m["state"] in FAILED_STATES]

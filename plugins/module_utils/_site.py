@@ -249,7 +249,8 @@ def _wait_job(client, job_id, params, ctx, what):
     options = wait_options(params)
     job = Job(job_id, time.monotonic())
     timed_out = follow([job], lambda j: _poll_job(client, j), options["wait_timeout"], options["poll_interval"],
-                       progress=progress_for("site: %s" % what, params, ctx))
+                       progress=progress_for("site: %s" % what, params, ctx),
+                       poll_max_interval=options["poll_max_interval"])
     entry = job.as_result(time.monotonic())
     if job.error:
         raise ModuleFailure("Waiting for job %s (%s) failed: %s" % (job_id, what, job.error), job=entry)

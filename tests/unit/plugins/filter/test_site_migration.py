@@ -167,6 +167,8 @@ def test_an_unknown_source_host_is_refused():
     ({"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD, "site_migration_ssh_id_pass": "pp"},
      "site_migration_ssh_id_pass is only for site_migration_auth=key (it is password): remove it"),
     ({"site_migration_poll_interval": 0.2}, "site_migration_poll_interval must be at least 1"),
+    ({"site_migration_poll_interval": 5, "site_migration_poll_max_interval": 2},
+     "site_migration_poll_max_interval must be at least site_migration_poll_interval"),
     ({"site_migration_run_timeout": 0}, "site_migration_run_timeout must be a positive number of seconds"),
     ({"site_migration_source_host": "bare.example"}, "the remote user must resolve"),
 ])
@@ -221,7 +223,7 @@ def _ticket(migration_id, ticket_id, state="success", **extra):
 
 def test_each_step_gives_its_module_arguments():
     fleet, given = line_up({"site_migration_refresh": False, "site_migration_poll_interval": 2.0,
-                            "site_migration_preflight_timeout": 60},
+                            "site_migration_preflight_timeout": 60, "site_migration_poll_max_interval": 30},
                            {"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD})
     assert sm.step(fleet, "info", {}) == {"count": 1, "sites": ["1001"]}
     todo = sm.step(fleet, "check", {"info": results({"site": "1001", "exists": False, "migration_id": None})}, given)
@@ -235,7 +237,9 @@ def test_each_step_gives_its_module_arguments():
             "create": results(_created("1001", 7), _created("1002", 8))}
     assert sm.step(fleet, "allow", done)["sites"] == ["1001", "1002"]
     todo = sm.step(fleet, "preflight", done)
-    assert todo == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0}
+    # One wait for both: the shortest interval and the shortest cap of the two sites.
+    assert todo == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0,
+                    "poll_max_interval": 12.0}
 
 
 def test_the_check_and_create_steps_need_the_inputs():
@@ -520,6 +524,7 @@ def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
     done = {"find": _listing("old.example")}
     todo = sm.step(fleet, "new", done, given)
     assert todo == {"count": 2, "client": "demo", "wait": True, "wait_timeout": 900, "poll_interval": 1.0,
+                    "poll_max_interval": 12.0,
                     "sites": [{"domain": "new.example", "admin_user": "admin", "admin_email": "admin@example.com",
                                "admin_pass": ADMIN_PASS, "php_version": "8.3"},
                               {"domain": "two.example", "admin_user": "admin", "admin_email": "admin@example.com"}]}
