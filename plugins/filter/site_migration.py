@@ -709,9 +709,20 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         "destinations": dict(sorted(destinations.items())),
         "preflight_wait_seconds": longest("preflight"),
         "run_wait_seconds": longest("run"),
+        "api_load": _api_load(results),
         "refresh": bool(_as(bool, refresh)),
         "sites": sites,
     }
+
+
+def _api_load(results):
+    """The load the run's waiting tasks put on the service (their results' api_load): calls summed, the
+    highest peak (the tasks run one after the other), and each step's own."""
+    steps = dict((name, dict(r["api_load"])) for name, r in sorted((results or {}).items())
+                 if isinstance(r, Mapping) and isinstance(r.get("api_load"), Mapping))
+    return {"calls": sum(int(load.get("calls") or 0) for load in steps.values()),
+            "peak_per_second": max([int(load.get("peak_per_second") or 0) for load in steps.values()] or [0]),
+            "steps": steps}
 
 
 def merge_reports(reports, generated=None):
@@ -744,6 +755,10 @@ def merge_reports(reports, generated=None):
         "destinations": dict(sorted(destinations.items())),
         "preflight_wait_seconds": max(float(rep.get("preflight_wait_seconds") or 0) for rep in reports),
         "run_wait_seconds": max(float(rep.get("run_wait_seconds") or 0) for rep in reports),
+        # Slices run at the same time: their peaks add up (at most; they need not coincide).
+        "api_load": {"calls": sum(int((rep.get("api_load") or {}).get("calls") or 0) for rep in reports),
+                     "peak_per_second": sum(int((rep.get("api_load") or {}).get("peak_per_second") or 0)
+                                            for rep in reports)},
         "refresh": refresh[0] if len(refresh) == 1 else refresh,
         "sites": sorted(sites, key=lambda e: str(e.get("host"))),
     }

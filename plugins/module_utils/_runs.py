@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, wait_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import PARALLEL_WAITS, WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     get_migration,
@@ -380,14 +380,18 @@ def _run_started(params, ctx, start, what, label):
 
 
 def run_preflight(params, ctx):
-    return _run_started(params, ctx, PREFLIGHT_START, "preflight", "migration_preflight")
+    return with_api_load(ctx, lambda: _run_started(params, ctx, PREFLIGHT_START, "preflight", "migration_preflight"))
 
 
 def run_ready(params, ctx):
-    return _run_started(params, ctx, READY_START, "migration run", "migration_ready")
+    return with_api_load(ctx, lambda: _run_started(params, ctx, READY_START, "migration run", "migration_ready"))
 
 
 def run_wait(params, ctx):
+    return with_api_load(ctx, lambda: _run_wait(params, ctx))
+
+
+def _run_wait(params, ctx):
     options = wait_options(params)
     if params.get("migration_ids") is not None:
         return _wait_migrations(params, options, ctx)

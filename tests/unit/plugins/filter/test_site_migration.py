@@ -429,7 +429,7 @@ def test_the_vocabulary_comes_from_module_utils():
 
 # ----------------------------------------------------------------------------------------- report and stop
 
-REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds",
+REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds", "api_load",
                "refresh", "sites"}
 SITE_KEYS = {"host", "site", "destination", "new_site", "site_id", "migration_id", "operation", "updated_fields",
              "auth", "remote",
@@ -448,8 +448,18 @@ def test_the_report_covers_every_host_and_keeps_its_keys():
     assert first["duration"] == 5.0 and first["remote"] == {"remote-host": "10.0.0.5"} and first["message"] == ""
     assert rep["sites"][2]["message"] == "stopped before the fleet steps: see the play output"
     assert rep["preflight_wait_seconds"] == 2.5 and rep["run_wait_seconds"] == 2.5 and rep["refresh"] is True
+    assert rep["api_load"] == {"calls": 0, "peak_per_second": 0, "steps": {}}
     assert "[redacted]" not in json.dumps(rep)
     assert sm.step(fleet, "stop", done) == {"hosts": {"dest1.example": rep["sites"][1]["message"]}}
+
+
+def test_the_report_states_the_load_of_the_waits():
+    fleet, done = _to_preflight(2)
+    done["preflight"] = results(_ticket(7, "p7"), _ticket(8, "p8"), api_load={"calls": 40, "peak_per_second": 9})
+    done["run"] = results(_ticket(7, "r7"), _ticket(8, "r8"), api_load={"calls": 110, "peak_per_second": 4})
+    rep = sm.report(fleet, ["dest0.example", "dest1.example"], done, True, generated="T")
+    assert rep["api_load"] == {"calls": 150, "peak_per_second": 9, "steps": {
+        "preflight": {"calls": 40, "peak_per_second": 9}, "run": {"calls": 110, "peak_per_second": 4}}}
 
 
 def test_a_left_alone_site_is_reported_from_what_was_read():
@@ -626,7 +636,8 @@ def test_the_webhook_finds_only_the_destinations_left_to_it():
 def _slice_report(hosts, result="succeeded", wait=2.0, generated="T"):
     rep = {"generated": generated, "sites_total": len(hosts), "counts": {result: len(hosts)},
            "destinations": {"existing": len(hosts)}, "preflight_wait_seconds": wait, "run_wait_seconds": wait * 2,
-           "refresh": True, "sites": [{"host": h, "result": result} for h in hosts]}
+           "refresh": True, "sites": [{"host": h, "result": result} for h in hosts],
+           "api_load": {"calls": 10 * len(hosts), "peak_per_second": 3, "steps": {}}}
     return rep
 
 
@@ -639,6 +650,8 @@ def test_slice_reports_merge_into_one_fleet_report():
     assert merged["counts"] == {"run_failed": 1, "succeeded": 3} and merged["destinations"] == {"existing": 4}
     assert merged["preflight_wait_seconds"] == 3.0 and merged["run_wait_seconds"] == 6.0
     assert merged["merged_from"] == ["T1", "T2", "T3"] and merged["refresh"] is True
+    # The slices ran at the same time: their peaks add up.
+    assert merged["api_load"] == {"calls": 40, "peak_per_second": 9}
     assert set(merged) == REPORT_KEYS | {"merged_from"}
     # set_stats artifacts (name -> report), as a workflow node after a sliced job receives them
     artifacts = {"site_migration_report_2": _slice_report(["x.example"]), "site_migration_report_1": _slice_report(["y.example"])}
