@@ -113,8 +113,8 @@ options:
     default: 1800
   poll_interval:
     description:
-      - Seconds between two polls of the job while it is young. Never below V(1). After the first 10 seconds
-        the gap grows (O(poll_interval) + 0.65 x sqrt(age - 10 s)), up to O(poll_max_interval).
+      - Seconds between two polls of the job while it is young. Never below V(1). After the first 12 seconds
+        the gap grows (O(poll_interval) + 0.65 x sqrt(age - 12 s)), up to O(poll_max_interval).
     type: float
     default: 1.0
   poll_max_interval:

@@ -54,9 +54,9 @@ def gaps(moments):
     return [round(b - a, 6) for a, b in zip(moments, moments[1:])]
 
 
-def test_the_first_ten_seconds_are_polled_every_poll_interval():
-    polls, dummy = follow_one(FakeTime(), ends_at=10)
-    assert polls == [float(s) for s in range(11)]        # at 0, 1, ... 10 s: a 10 s run is seen as today
+def test_the_first_twelve_seconds_are_polled_every_poll_interval():
+    polls, dummy = follow_one(FakeTime(), ends_at=12)
+    assert polls == [float(s) for s in range(13)]        # at 0, 1, ... 12 s: a 10 s run (+ 202s) is seen as today
 
 
 def test_the_gap_grows_with_age_and_never_passes_the_cap():
@@ -65,7 +65,7 @@ def test_the_gap_grows_with_age_and_never_passes_the_cap():
     assert not timed_out
     assert all(b >= a for a, b in zip(steps, steps[1:]))                 # never shorter again
     assert max(steps) == DEFAULT_POLL_MAX_INTERVAL and steps[-1] == DEFAULT_POLL_MAX_INTERVAL
-    assert steps[10:12] == [1.0, pytest.approx(1.65)]                   # after the polls at 10 s and 11 s
+    assert steps[12:14] == [1.0, pytest.approx(1.65)]                   # after the polls at 12 s and 13 s
     # The targets of issue 26: a 1-minute item in at most 30 polls, a 5-minute one in at most 60; each
     # seen at most the gap of its age late (6 s at one minute, the cap later).
     for ends_at, most, late in ((61, 30, 6.0), (301, 60, 12.0)):
@@ -74,10 +74,10 @@ def test_the_gap_grows_with_age_and_never_passes_the_cap():
 
 
 def test_poll_gap_is_the_documented_formula():
-    assert [poll_gap(age, 1.0, 12.0) for age in (0, 10, 11, 19, 35)] == [1.0, 1.0, 1.65, 2.95, 4.25]
+    assert [poll_gap(age, 1.0, 12.0) for age in (0, 12, 13, 21, 37)] == [1.0, 1.0, 1.65, 2.95, 4.25]
     assert poll_gap(10000, 1.0, 12.0) == 12.0
     assert poll_gap(10000, 1.0, None) == 1.0 and poll_gap(10000, 5.0, 5.0) == 5.0
-    assert poll_gap(11, 2.0, 30.0) == pytest.approx(2.65)           # the stretch starts from poll_interval
+    assert poll_gap(13, 2.0, 30.0) == pytest.approx(2.65)           # the stretch starts from poll_interval
 
 
 def test_poll_max_interval_equal_to_poll_interval_is_the_fixed_rhythm():
