@@ -252,19 +252,11 @@ failed_count:
   sample: 0
 api_load:
   description:
-    - The load the task put on the service - C(calls), the API requests it sent (retries too), and
-      C(peak_per_second), the most it sent within any one second - so a partner can see what a wave costs.
-    - A fleet's load is the sum over the tasks that run at the same time.
+    - The load of the task on the service - C(calls), its reads, writes and job polls (retries too), and
+      C(peak_per_second), the most within any one second.
   returned: when the task called the API
   type: dict
-  contains:
-    calls:
-      description: API requests sent.
-      type: int
-    peak_per_second:
-      description: The most requests sent within any one second.
-      type: int
-  sample: {"calls": 5412, "peak_per_second": 97}
+  sample: {"calls": 412, "peak_per_second": 40}
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with

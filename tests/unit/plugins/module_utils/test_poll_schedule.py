@@ -20,18 +20,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
     wait_for_tickets,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import DEFAULT_POLL_MAX_INTERVAL
-
-
-class FakeTime(object):
-    def __init__(self):
-        self.now = 1000.0
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        assert seconds > 0
-        self.now += seconds
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.test_progress import FakeTime
 
 
 def follow_one(fake, ends_at, wait_timeout=1800, poll_interval=1.0, poll_max_interval=DEFAULT_POLL_MAX_INTERVAL,
