@@ -103,8 +103,8 @@ options:
         that has been running for a while; also the latest an end is seen after it happens.
       - "With the defaults: a poll every second for the first 12 seconds, then a gap of 2.8 s at 20 s of age,
         5.5 s at 1 minute and 12 s from about 5 minutes on. A 1-minute run takes about 28 polls and is seen
-        at most 6 s late, a 5-minute run about 55 polls (today's fixed rhythm: 300), and a fleet of 1,000 long
-        runs stays under 100 requests per second."
+        at most 6 s late, a 5-minute run about 55 polls (a fixed 1 s rhythm: 300), and a fleet of 1,000 runs
+        polls under 100 times a second once they are past about 4 minutes."
       - Set it equal to O(poll_interval) to poll at a fixed rhythm. It cannot be below O(poll_interval).
       - If not set, the value of the E(WPCLOUD_POLL_MAX_INTERVAL) environment variable is used; else V(12),
         or O(poll_interval) when that is longer.
