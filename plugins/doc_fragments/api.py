@@ -91,9 +91,24 @@ options:
     default: 1800
   poll_interval:
     description:
-      - Seconds between two polls of the ticket. Never below V(1), the interval the service asks for.
+      - Seconds between two polls of the ticket while it is young. Never below V(1), the interval the service
+        asks for.
+      - After the first 12 seconds the gap grows with the square root of the time past them
+        (O(poll_interval) + 0.65 x sqrt(age - 12 s)), up to O(poll_max_interval).
     type: float
     default: 1.0
+  poll_max_interval:
+    description:
+      - The longest gap, in seconds, between two polls of a ticket (or of a migration followed by its state)
+        that has been running for a while; also the latest an end is seen after it happens.
+      - "With the defaults: a poll every second for the first 12 seconds, then a gap of 2.8 s at 20 s of age,
+        5.5 s at 1 minute and 12 s from about 5 minutes on. A 1-minute run takes about 28 polls and is seen
+        at most 6 s late, a 5-minute run about 55 polls (a fixed 1 s rhythm: 300), and a fleet of 1,000 runs
+        polls under 100 times a second once they are past about 4 minutes."
+      - Set it equal to O(poll_interval) to poll at a fixed rhythm. It cannot be below O(poll_interval).
+      - If not set, the value of the E(WPCLOUD_POLL_MAX_INTERVAL) environment variable is used; else V(12),
+        or O(poll_interval) when that is longer.
+    type: float
   progress_interval:
     description:
       - >-

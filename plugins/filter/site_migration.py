@@ -76,6 +76,7 @@ ROLE_VARIABLES = {
     "remote_domain": "site_migration_source_domain",
     "update_secret": "site_migration_update_secret",
     "poll_interval": "site_migration_poll_interval",
+    "poll_max_interval": "site_migration_poll_max_interval",
     # A new destination site's values (the site module's options).
     "admin_user": "site_migration_admin_user",
     "admin_email": "site_migration_admin_email",
@@ -240,6 +241,10 @@ def _problems(params, given, hostvars, sources):
     poll = _as(float, _value(params, "poll_interval"))
     if poll is not None and poll < MIN_POLL_INTERVAL:
         problems.append("site_migration_poll_interval must be at least %g (second; it is %s)" % (MIN_POLL_INTERVAL, poll))
+    poll_max = _as(float, _value(params, "poll_max_interval"))
+    if poll_max is not None and poll_max < max(poll or MIN_POLL_INTERVAL, MIN_POLL_INTERVAL):
+        problems.append("site_migration_poll_max_interval must be at least site_migration_poll_interval (it is %s, "
+                        "the interval %s): set them equal for a fixed rhythm" % (poll_max, poll or MIN_POLL_INTERVAL))
     for name in ("create_timeout", "preflight_timeout", "run_timeout"):
         value = _as(int, _value(params, name))
         if value is not None and value <= 0:
@@ -340,6 +345,7 @@ def lineup(inputs, hosts, spec, hostvars=None):
             run_timeout=_as(int, params.get("site_migration_run_timeout")),
             create_timeout=_as(int, params.get("site_migration_create_timeout")),
             poll_interval=_as(float, params.get("site_migration_poll_interval")),
+            poll_max_interval=_as(float, params.get("site_migration_poll_max_interval")),
             after_find=after_find,
             stage=DONE if problems else ("find" if creatable else after_find),
             result="invalid_input" if problems else None,
@@ -624,7 +630,8 @@ def _new_sites(sites, inputs):
             # One wait for all: it waits when any site migrates in this run, as long as the longest timeout.
             "wait": any(s["create_wait"] for s in sites),
             "wait_timeout": max(s["create_timeout"] or 1 for s in sites),
-            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites)}
+            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites),
+            "poll_max_interval": _poll_max(sites)}
 
 
 def step(fleet, name, results=None, inputs=None):
@@ -664,7 +671,14 @@ def step(fleet, name, results=None, inputs=None):
         # site that asks for the shortest interval.
         todo["wait_timeout"] = max([s["%s_timeout" % name] for s in sites] or [1])
         todo["poll_interval"] = min([s["poll_interval"] for s in sites] or [MIN_POLL_INTERVAL])
+        todo["poll_max_interval"] = _poll_max(sites)
     return todo
+
+
+def _poll_max(sites):
+    """The wait's longest gap between polls: the shortest of the sites' (None: the module's default)."""
+    given = [s["poll_max_interval"] for s in sites if s.get("poll_max_interval") is not None]
+    return min(given) if given else None
 
 
 # ----------------------------------------------------------------------------------------- report
@@ -725,6 +739,7 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         "destinations": dict(sorted(destinations.items())),
         "preflight_wait_seconds": longest("preflight"),
         "run_wait_seconds": longest("run"),
+        "api_load": _api_load(results),
         "refresh": bool(_as(bool, refresh)),
         "sites": sites,
     }
@@ -748,6 +763,16 @@ def report_name(hosts, job_id=None, now=None):
         who = "%s-hosts-%s" % (stamp.strftime("%f"),
                                hashlib.sha256("\n".join(hosts).encode("utf-8")).hexdigest()[:16])
     return "site-migration-%s-%s" % (stamp.strftime("%Y%m%dT%H%M%S"), who)
+
+
+def _api_load(results):
+    """The load the run's waiting tasks put on the service (their results' api_load): calls summed, the
+    highest peak (the tasks run one after the other), and each step's own."""
+    steps = dict((name, dict(r["api_load"])) for name, r in sorted((results or {}).items())
+                 if isinstance(r, Mapping) and isinstance(r.get("api_load"), Mapping))
+    return {"calls": sum(int(load.get("calls") or 0) for load in steps.values()),
+            "peak_per_second": max([int(load.get("peak_per_second") or 0) for load in steps.values()] or [0]),
+            "steps": steps}
 
 
 def merge_reports(reports, generated=None):
@@ -780,6 +805,10 @@ def merge_reports(reports, generated=None):
         "destinations": dict(sorted(destinations.items())),
         "preflight_wait_seconds": max(float(rep.get("preflight_wait_seconds") or 0) for rep in reports),
         "run_wait_seconds": max(float(rep.get("run_wait_seconds") or 0) for rep in reports),
+        # Slices run at the same time: their peaks add up (at most; they need not coincide).
+        "api_load": {"calls": sum(int((rep.get("api_load") or {}).get("calls") or 0) for rep in reports),
+                     "peak_per_second": sum(int((rep.get("api_load") or {}).get("peak_per_second") or 0)
+                                            for rep in reports)},
         "refresh": refresh[0] if len(refresh) == 1 else refresh,
         "sites": sorted(sites, key=lambda e: str(e.get("host"))),
     }

@@ -23,6 +23,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import Mo
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     DEFAULT_API_URL,
     DEFAULT_POLL_INTERVAL,
+    DEFAULT_POLL_MAX_INTERVAL,
     DEFAULT_PROGRESS_INTERVAL,
     DEFAULT_RETRIES,
     DEFAULT_RETRY_TIMEOUT,
@@ -49,6 +50,8 @@ WAIT_ARGUMENT_SPEC = dict(
     wait=dict(type="bool", default=True),
     wait_timeout=dict(type="int", default=DEFAULT_WAIT_TIMEOUT),
     poll_interval=dict(type="float", default=DEFAULT_POLL_INTERVAL),
+    # No default in the spec: unset, it is DEFAULT_POLL_MAX_INTERVAL, or poll_interval when that is longer.
+    poll_max_interval=dict(type="float", fallback=(env_fallback, ["WPCLOUD_POLL_MAX_INTERVAL"])),
     progress_interval=dict(type="float", default=DEFAULT_PROGRESS_INTERVAL),
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
 )
@@ -108,8 +111,16 @@ def wait_options(params):
     if params.get("poll_interval") is not None and params["poll_interval"] < MIN_POLL_INTERVAL:
         raise ModuleFailure("poll_interval must be at least %g second: the service asks clients to "
                             "wait one second between polls of a ticket." % MIN_POLL_INTERVAL)
+    poll_max = params.get("poll_max_interval")
+    if poll_max is not None and poll_max < params["poll_interval"]:
+        raise ModuleFailure("poll_max_interval (%g) must be at least poll_interval (%g): it is the longest gap "
+                            "between two polls of a long wait. Set it equal to poll_interval to poll at a fixed "
+                            "rhythm." % (poll_max, params["poll_interval"]))
+    if poll_max is None:
+        poll_max = max(DEFAULT_POLL_MAX_INTERVAL, params["poll_interval"])
     return dict(wait=params.get("wait", True), wait_timeout=params["wait_timeout"],
-                poll_interval=params["poll_interval"], progress_interval=params.get("progress_interval", 0))
+                poll_interval=params["poll_interval"], poll_max_interval=poll_max,
+                progress_interval=params.get("progress_interval", 0))
 
 
 def validate_site(value, option="site"):

@@ -26,6 +26,7 @@ Credentials never travel in a URL: operations that carry parameters use form bod
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 import socket
@@ -296,6 +297,11 @@ class Pace(object):
         self._lock = threading.Lock()
         self.waited = 0.0             # seconds requests spent at the gate (ceiling and pauses)
         self.pauses = 0               # 429s that paused the whole client
+        # The load the task put on the service (its result's api_load): every request sent, retries too,
+        # and the most sent within any 1 s.
+        self.sent = 0
+        self.peak = 0
+        self._window = collections.deque()
 
     def _skip_and(self, sleep):
         def skip(seconds):
@@ -308,6 +314,14 @@ class Pace(object):
         with self._lock:
             self.pauses += 1
             self._paused_until = max(self._paused_until, self.clock() + max(0.0, seconds))
+
+    def _count(self, when):
+        """One request goes at ``when`` (under the lock; ``when`` never decreases)."""
+        self.sent += 1
+        self._window.append(when)
+        while self._window[0] <= when - 1.0:
+            self._window.popleft()
+        self.peak = max(self.peak, len(self._window))
 
     def admit(self):
         """Block until this request may go (its slot under the ceiling, after any pause)."""
@@ -323,6 +337,7 @@ class Pace(object):
                         self._next = start + 1.0 / self.rate
                     wait = start - now
                     self.waited += wait
+                    self._count(start)
             if paused > 0:
                 # Wait the pause out, then take a slot like everyone else (another 429 may extend it).
                 self.sleep(paused)
@@ -410,6 +425,11 @@ class WPCloudClient(object):
             if self._writes is not None:
                 self._writes[0].close()
                 self._writes = None
+
+    def load(self):
+        """The load this client put on the service so far: requests sent (retries too) and the most sent
+        within any one second (a task's ``api_load``; the fleet's rate is the sum over its tasks at once)."""
+        return {"calls": self.pace.sent, "peak_per_second": self.pace.peak}
 
     def url_for(self, operation, **path_args):
         method, template, kind = OPERATIONS[operation]

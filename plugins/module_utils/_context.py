@@ -70,10 +70,29 @@ class ModuleContext(object):
                     raise ModuleFailure(exc.message)
             return self._client
 
+    def api_load(self):
+        """The load the task's client put on the service (WPCloudClient.load), None when it made no call."""
+        with self._client_lock:
+            return self._client.load() if self._client is not None else None
+
     def close(self):
         with self._client_lock:
             if self._client is not None:
                 self._client.close()
+
+
+def with_api_load(ctx, logic):
+    """``logic()``'s result, or its ModuleFailure, with ``api_load``: the calls the task made and its peak
+    rate, so a partner sees the load a wave puts on the service (the waiting modules' results)."""
+    try:
+        result = logic()
+    except ModuleFailure as failure:
+        if ctx.api_load() is not None:
+            failure.details["api_load"] = ctx.api_load()
+        raise
+    if ctx.api_load() is not None:
+        result["api_load"] = ctx.api_load()
+    return result
 
 
 # -- list forms: one task for a whole fleet ---------------------------------------------------------------

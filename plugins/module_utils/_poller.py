@@ -7,23 +7,27 @@
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
-Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``progress_interval``; module_utils/_args.py):
-a 202 means "no response yet", ``running`` keeps the wait going, ``success`` and ``failure`` end it; a
-list of items is polled concurrently in rounds, one poll per unfinished item per interval, so waiting
-on 100 tickets takes about as long as the slowest one. Past the deadline the wait ends with the last
-state seen. At least every ``progress_interval`` seconds a progress line (counts, states, elapsed time;
+Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``poll_max_interval``, ``progress_interval``;
+module_utils/_args.py): a 202 means "no response yet", ``running`` keeps the wait going, ``success`` and
+``failure`` end it; a list of items is polled concurrently in rounds, each unfinished item when its next
+poll is due, so waiting on 100 tickets takes about as long as the slowest one. The gap between two polls
+of an item grows with its age (poll_gap): every poll_interval at first, at most poll_max_interval.
+Past the deadline the wait ends with the last state seen. At least every ``progress_interval`` seconds a progress line (counts, states, elapsed time;
 never a secret) goes to the runner's progress channel: Ansible's display when the module runs in the
 controller; the classic module process has no channel and stays silent until it returns.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS, WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    POLL_STRETCH,
+    POLL_STRETCH_AFTER,
     TICKET_FAILURE,
     TICKET_ID_PARAM,
     TICKET_PENDING,
@@ -232,19 +236,32 @@ def progress_for(label, params, ctx):
     return Progress(label, params.get("progress_interval") or 0, emit)
 
 
+def poll_gap(age, poll_interval, poll_max_interval=None):
+    """Seconds from one poll of an item to its next when the item is ``age`` seconds into its wait:
+    poll_interval for the first POLL_STRETCH_AFTER seconds, then poll_interval + POLL_STRETCH x the square
+    root of the seconds past that, at most poll_max_interval (None: poll_interval, a fixed rhythm). An
+    end is seen at most this long after it happens. Short items keep the 1 s rhythm; long ones cost few
+    polls (docs/api-choices.md)."""
+    cap = poll_interval if poll_max_interval is None else max(poll_interval, poll_max_interval)
+    past = age - POLL_STRETCH_AFTER
+    return min(cap, poll_interval + POLL_STRETCH * math.sqrt(past)) if past > 0 else poll_interval
+
+
 def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clock=None, sleep=None, pool=None,
-                    progress=None):
-    """Poll every unfinished item once per round (concurrently) until all are done or the deadline
-    passes. Returns True when the deadline ended the wait. Between rounds, ``progress`` (a Progress)
-    gets its ticks, also within a long poll_interval. ``clock`` and ``sleep`` default to the time
-    module's, looked up at each call."""
+                    progress=None, poll_max_interval=None):
+    """Poll every unfinished item when its next poll is due (those due together concurrently) until all
+    are done or the deadline passes; an item's gap is poll_gap of its age (from ``item.started``).
+    Returns True when the deadline ended the wait. Between rounds, ``progress`` (a Progress) gets its
+    ticks, however long the gaps. ``clock`` and ``sleep`` default to the time module's, looked up at
+    each call."""
     clock, sleep = clock or time.monotonic, sleep or time.sleep
     deadline = clock() + wait_timeout
     if progress is not None:
         progress.track(items)
+    due = {}                    # id(item) -> when its next poll is due; items polled together stay together
     while True:
         round_start = clock()
-        pending = [item for item in items if not item.done]
+        pending = [item for item in items if not item.done and due.get(id(item), round_start) <= round_start]
         if pool is not None:
             list(pool.map(poll_one, pending))
         else:
@@ -252,7 +269,12 @@ def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clo
                 poll_one(item)
         if all(item.done for item in items) or not wait:
             return False
-        next_round = round_start + poll_interval
+        for item in pending:
+            gap = poll_gap(round_start - item.started, poll_interval, poll_max_interval)
+            due[id(item)] = round_start + gap
+            if due[id(item)] > deadline >= round_start + poll_interval:
+                due[id(item)] = deadline    # a stretched gap never skips the last poll before the deadline
+        next_round = min(due[id(item)] for item in items if not item.done)
         if next_round > deadline:
             return True
         # Nap until the next round, waking for a progress line that falls due before it.
@@ -263,9 +285,9 @@ def poll_until_done(items, poll_one, wait_timeout, poll_interval, wait=True, clo
             if now >= next_round:
                 break
             wake = next_round
-            due = progress.next_due() if progress is not None else None
-            if due is not None and now < due < wake:
-                wake = due
+            due_line = progress.next_due() if progress is not None else None
+            if due_line is not None and now < due_line < wake:
+                wake = due_line
             sleep(wake - now)
 
 
@@ -280,12 +302,12 @@ def follow(items, poll_one, wait_timeout, poll_interval, **options):
 
 
 def wait_for_tickets(client, ticket_ids, wait_timeout, poll_interval, wait=True, messages="on_failure",
-                     clock=None, sleep=None, progress=None):
+                     clock=None, sleep=None, progress=None, poll_max_interval=None):
     """Poll every ticket until all are done or the deadline passes. Returns (tickets, timed_out)."""
     start = (clock or time.monotonic)()
     tickets = [Ticket(ticket_id, start) for ticket_id in ticket_ids]
     timed_out = follow(tickets, lambda t: poll_ticket(client, t, clock), wait_timeout, poll_interval, wait=wait,
-                       clock=clock, sleep=sleep, progress=progress)
+                       clock=clock, sleep=sleep, progress=progress, poll_max_interval=poll_max_interval)
     wanted = [t for t in tickets if t.error is None and (
         messages == "always" or (messages == "on_failure" and t.status == TICKET_FAILURE))]
     if wanted:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, wait_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import PARALLEL_WAITS, WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
     get_migration,
@@ -99,12 +99,12 @@ def poll_migration(client, run, clock=None):
 
 
 def wait_for_migrations(client, migration_ids, wait_timeout, poll_interval, wait=True, clock=None, sleep=None,
-                        progress=None):
+                        progress=None, poll_max_interval=None):
     """Follow migrations by their state until none is active. Returns (runs, timed_out)."""
     start = (clock or time.monotonic)()
     runs = [MigrationRun(migration_id, start) for migration_id in migration_ids]
     timed_out = follow(runs, lambda r: poll_migration(client, r, clock), wait_timeout, poll_interval, wait=wait,
-                       clock=clock, sleep=sleep, progress=progress)
+                       clock=clock, sleep=sleep, progress=progress, poll_max_interval=poll_max_interval)
     return runs, timed_out
 
 
@@ -227,10 +227,11 @@ def _wait(client, results, params, what, progress):
     options = wait_options(params)
     with ThreadPoolExecutor(max_workers=PARALLEL_WAITS) as pool:
         tickets = pool.submit(wait_for_tickets, client, [r["ticket_id"] for r in started], options["wait_timeout"],
-                              options["poll_interval"], messages=params["messages"],
-                              progress=progress) if started else None
+                              options["poll_interval"], messages=params["messages"], progress=progress,
+                              poll_max_interval=options["poll_max_interval"]) if started else None
         runs = pool.submit(wait_for_migrations, client, [r["migration_id"] for r in running],
-                           options["wait_timeout"], options["poll_interval"], progress=progress) if running else None
+                           options["wait_timeout"], options["poll_interval"], progress=progress,
+                           poll_max_interval=options["poll_max_interval"]) if running else None
         if tickets is not None:
             waited, timed_out = tickets.result()
             for result, entry in zip(started, ticket_summary(waited, timed_out)["results"]):
@@ -379,14 +380,18 @@ def _run_started(params, ctx, start, what, label):
 
 
 def run_preflight(params, ctx):
-    return _run_started(params, ctx, PREFLIGHT_START, "preflight", "migration_preflight")
+    return with_api_load(ctx, lambda: _run_started(params, ctx, PREFLIGHT_START, "preflight", "migration_preflight"))
 
 
 def run_ready(params, ctx):
-    return _run_started(params, ctx, READY_START, "migration run", "migration_ready")
+    return with_api_load(ctx, lambda: _run_started(params, ctx, READY_START, "migration run", "migration_ready"))
 
 
 def run_wait(params, ctx):
+    return with_api_load(ctx, lambda: _run_wait(params, ctx))
+
+
+def _run_wait(params, ctx):
     options = wait_options(params)
     if params.get("migration_ids") is not None:
         return _wait_migrations(params, options, ctx)
@@ -413,7 +418,8 @@ def run_wait(params, ctx):
     client = ctx.client()
     tickets, timed_out = wait_for_tickets(client, ticket_ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"], messages=params["messages"],
-                                          progress=progress_for("response_ticket_wait", params, ctx))
+                                          progress=progress_for("response_ticket_wait", params, ctx),
+                                          poll_max_interval=options["poll_max_interval"])
     summary = ticket_summary(tickets, timed_out)
     result = dict(changed=False, tickets=summary.pop("results"), **summary)
     if single:
@@ -433,7 +439,8 @@ def _wait_migrations(params, options, ctx):
     client = ctx.client()
     runs, timed_out = wait_for_migrations(client, ids, options["wait_timeout"], options["poll_interval"],
                                           wait=options["wait"],
-                                          progress=progress_for("response_ticket_wait", params, ctx))
+                                          progress=progress_for("response_ticket_wait", params, ctx),
+                                          poll_max_interval=options["poll_max_interval"])
     summary = wait_summary(runs, timed_out, succeeded=(MIGRATION_SUCCEEDED,), failed=FAILED_STATES | {UNREADABLE})
     result = dict(changed=False, migrations=summary.pop("results"), **summary)
     failures = [m for m in result["migrations"] if m["state"] in FAILED_STATES]

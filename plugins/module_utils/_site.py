@@ -14,7 +14,7 @@ import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site, wait_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import KEY_REFUSED_STATUS, WPCloudAPIError, refused_key
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import Polled, follow, progress_for
 from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
@@ -313,7 +313,8 @@ def _wait_job(client, job_id, params, ctx, what):
     options = wait_options(params)
     job = Job(job_id, time.monotonic())
     timed_out = follow([job], lambda j: _poll_job(client, j), options["wait_timeout"], options["poll_interval"],
-                       progress=progress_for("site: %s" % what, params, ctx))
+                       progress=progress_for("site: %s" % what, params, ctx),
+                       poll_max_interval=options["poll_max_interval"])
     entry = job.as_result(time.monotonic())
     if job.error:
         raise ModuleFailure("Waiting for job %s (%s) failed: %s" % (job_id, what, job.error), job=entry)
@@ -394,6 +395,10 @@ def _job_of_site(client, site_id):
 
 
 def run_site(params, ctx):
+    return with_api_load(ctx, lambda: _run_site(params, ctx))
+
+
+def _run_site(params, ctx):
     if params.get("sites") is not None:
         return _run_sites(params, ctx)
     domain = _check_site_options(params)
@@ -506,7 +511,7 @@ def _run_sites(params, ctx):
     if twice:
         raise ModuleFailure("sites lists domain %s twice: give each site once." % twice[0])
     ctx.client()
-    results = run_for_each(elements, lambda element: run_site(
+    results = run_for_each(elements, lambda element: _run_site(
         dict(params, sites=None, **dict((k, v) for k, v in element.items() if v is not None)), ctx))
     for element, result in zip(elements, results):
         result.setdefault("domain", element.get("domain"))

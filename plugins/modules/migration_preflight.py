@@ -193,6 +193,14 @@ failed_count:
   returned: when migration_ids is given
   type: int
   sample: 0
+api_load:
+  description:
+    - The load the task put on the service, its reads, starts and polls together (retries too) - C(calls) sent
+      and C(peak_per_second), the most within any one second. A fleet's rate is the sum over the tasks that
+      run at once.
+  returned: when the task called the API
+  type: dict
+  sample: {"calls": 1206, "peak_per_second": 300}
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with

@@ -171,6 +171,13 @@ failed_count:
   returned: when migration_ids is given
   type: int
   sample: 0
+api_load:
+  description:
+    - The load of the task's reads, starts and polls on the service (retries too) - C(calls) sent and
+      C(peak_per_second), the most within any one second; the role's report sums them over its steps.
+  returned: when the task called the API
+  type: dict
+  sample: {"calls": 5612, "peak_per_second": 300}
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with

@@ -182,6 +182,13 @@ timed_out:
   returned: always
   type: bool
   sample: false
+api_load:
+  description:
+    - The load of the wait on the service - C(calls), the polls and message reads sent (retries too), and
+      C(peak_per_second), the most within any one second.
+  returned: when the task called the API
+  type: dict
+  sample: {"calls": 5500, "peak_per_second": 100}
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with

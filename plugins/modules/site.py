@@ -117,9 +117,17 @@ options:
     default: 1800
   poll_interval:
     description:
-      - Seconds between two polls of the job. Never below V(1).
+      - Seconds between two polls of the job while it is young. Never below V(1). After the first 12 seconds
+        the gap grows (O(poll_interval) + 0.65 x sqrt(age - 12 s)), up to O(poll_max_interval).
     type: float
     default: 1.0
+  poll_max_interval:
+    description:
+      - The longest gap, in seconds, between two polls of a job that has been running for a while; also the
+        latest its end is seen after it happens. Set it equal to O(poll_interval) to poll at a fixed rhythm.
+      - If not set, the value of the E(WPCLOUD_POLL_MAX_INTERVAL) environment variable is used; else V(12),
+        or O(poll_interval) when that is longer.
+    type: float
   progress_interval:
     description:
       - While it waits, the task prints a progress line at least every this many seconds (the job's state and the
@@ -252,6 +260,13 @@ failed_count:
   returned: when sites is given
   type: int
   sample: 0
+api_load:
+  description:
+    - The load of the task on the service - C(calls), its reads, writes and job polls (retries too), and
+      C(peak_per_second), the most within any one second.
+  returned: when the task called the API
+  type: dict
+  sample: {"calls": 412, "peak_per_second": 40}
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with

@@ -49,9 +49,57 @@ def scale(results, out):
     fig.savefig(out)
 
 
+def gap(age, interval=1.0, cap=12.0):
+    """The adaptive schedule (plugins/module_utils/_poller.py poll_gap, default options)."""
+    return min(cap, interval + 0.65 * (age - 10.0) ** 0.5) if age > 10.0 else interval
+
+
+def schedule_polls(d, accept=1.0, cap=12.0):
+    """Summary polls of one run ticket that ends at d + the 202 window under the schedule (computed)."""
+    age, polls = 0.0, 1
+    while age < d + accept:
+        age += gap(age, cap=cap)
+        polls += 1
+    return polls
+
+
+def polling(results, out):
+    """run.py --durations (issue 26): run-phase polls per ticket and detection p95 against D, both schedules."""
+    runs = [r for r in results["runs"] if r["kind"] == "durations" and r["rc"] == 0]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
+    styles = {("today", 1): ("s--", "tab:red"), ("today", 100): ("s-", "tab:red"),
+              ("after", 1): ("o--", "tab:blue"), ("after", 100): ("o-", "tab:blue")}
+    for (variant, n), (style, color) in styles.items():
+        ds = sorted({r["d"] for r in runs if r["variant"] == variant and r["n"] == n})
+        if not ds:
+            continue
+        label = "%s, N=%d" % ("today (fixed 1 s)" if variant == "today" else "adaptive (cap 12 s)", n)
+        left.plot(ds, [median([r["run_polls"] for r in runs if r["d"] == d and r["n"] == n and r["variant"] == variant])
+                       for d in ds], style, color=color, label=label)
+        right.plot(ds, [median([r["seen_p95"] for r in runs if r["d"] == d and r["n"] == n and r["variant"] == variant])
+                        for d in ds], style, color=color, label=label)
+    grid = [5 * k for k in range(1, 121)]
+    left.plot(grid, [schedule_polls(d) for d in grid], ":", color="tab:blue", alpha=0.6, label="adaptive, computed")
+    left.plot([60, 300], [30, 60], "k^", label="targets (at most)")
+    right.plot([60, 300], [6, 15], "k^", label="targets (p95 at most)")
+    for ax, ylabel in ((left, "summary polls per run ticket"), (right, "detection p95 (s): end -> the poll that saw it")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("run duration D (s)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle("Polls per ticket and detection delay against the run's duration (preflight %gs, emulator, 2 cores)"
+                 % results["preflight"])
+    fig.tight_layout()
+    fig.savefig(out)
+
+
 def main(results_path, out):
     with open(results_path) as handle:
         results = json.load(handle)
+    if results.get("durations"):
+        return polling(results, out)
     if results.get("repeats", 1) > 1:
         return scale(results, out)
     runs = results["runs"]

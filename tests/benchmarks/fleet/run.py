@@ -4,6 +4,8 @@ physical limit, for fleets of N destination sites (docs/performance.md).
 
     .venv/bin/python tests/benchmarks/fleet/run.py [--sizes 1,10,50,100,200] [--forks 5]
         [--preflight 2 --run 10] [--baseline-max 100] [--docs] [--profile 100]
+    .venv/bin/python tests/benchmarks/fleet/run.py --durations 10,60,300 --sizes 1,100 [--repeats 2]
+        [--long-repeats 1]      # the adaptive waits (issue 26): today's fixed 1 s polls against the schedule
 
 Per N, each against a fresh emulator (tests/support/emulator, scripted executor, every site the same
 preflight/run durations, loopback only):
@@ -19,7 +21,9 @@ callback), emulator CPU. Stdlib only; --docs also runs plot.py with .venv-bench 
 """
 
 import argparse
+import copy
 import datetime
+import glob
 import json
 import os
 import shutil
@@ -43,6 +47,9 @@ DOC = os.path.join(ROOT, "docs", "performance.md")
 PLOT = os.path.join(ROOT, "docs", "performance-fleet.png")
 BENCH_PY = os.path.join(ROOT, ".venv-bench", "bin", "python")
 START, END = "<!-- fleet-table:start -->", "<!-- fleet-table:end -->"
+# --durations (issue 26): its own table and plot.
+POLLING_MARKERS = ("<!-- polling-table:start -->", "<!-- polling-table:end -->")
+POLLING_PLOT = os.path.join(ROOT, "docs", "performance-polling.png")
 POLL = 1.0
 SOURCE = "src.example"
 
@@ -248,7 +255,10 @@ def bench(args, workroot):
     results = {"started": datetime.datetime.now().isoformat(timespec="seconds"),
                "argv": sys.argv[1:], "forks": args.forks, "preflight": args.preflight, "run": args.run,
                "accept_delay": args.accept_delay, "poll": POLL, "limit": limit(args), "runs": [],
-               "collection": args.collection, "git": git_state(args.collection), "repeats": args.repeats}
+               "collection": args.collection, "git": git_state(args.collection), "repeats": args.repeats,
+               "long_repeats": args.long_repeats}
+    if args.durations:
+        return durations(args, workroot, results)
     if args.repeats > 1:
         return interleaved(args, workroot, results)
     for n in args.sizes:
@@ -309,6 +319,119 @@ def interleaved(args, workroot, results):
             with open(os.path.join(workroot, "results.json"), "w") as handle:
                 json.dump(results, handle, indent=1)
     return results
+
+
+# ------------------------------------------------------------------------------------------ durations
+
+# The two poll schedules compared by --durations: "today" is the same code with poll_max_interval equal to
+# poll_interval (the fixed 1 s rhythm of 33150e7), "after" the default schedule.
+VARIANTS = {"today": ["-e", "site_migration_poll_max_interval=%g" % POLL], "after": []}
+
+
+def ticket_polls(fleet):
+    """Per ticket of the run: operation, summary polls, and completion -> the poll that saw the end (s)."""
+    completed, polls = {}, {}
+    for name, into in (("ticket-completions.jsonl", completed), ("ticket-polls.jsonl", polls)):
+        path = os.path.join(fleet.emu.workdir, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                if into is completed:
+                    completed[entry["ticket_id"]] = entry
+                else:
+                    polls.setdefault(entry["ticket_id"], []).append(entry)
+    tickets = []
+    for tid, done in completed.items():
+        mine = polls.get(tid, [])
+        seen = next((p["t"] for p in mine if p["status"] in ("success", "failure")), None)
+        tickets.append({"operation": done["operation"], "polls": len(mine),
+                        "seen": None if seen is None else seen - done["completed"]})
+    return tickets
+
+
+def peak_per_second(requests):
+    """The most requests the emulator received within any one second (its log's times)."""
+    times = sorted(r["time"] for r in requests)
+    peak, first = 0, 0
+    for last, when in enumerate(times):
+        while times[first] <= when - 1.0:
+            first += 1
+        peak = max(peak, last - first + 1)
+    return peak
+
+
+def report_load(fleet):
+    """api_load of the role's JSON report of the run (issue 26)."""
+    reports = sorted(glob.glob(os.path.join(fleet.dir, "reports", "*.json")), key=os.path.getmtime)
+    if not reports:
+        return None
+    with open(reports[-1]) as handle:
+        return json.load(handle).get("api_load")
+
+
+def durations(args, workroot, results):
+    """Run durations D x sizes N x the two schedules, interleaved (today, after, for each N and D in turn),
+    ``repeats`` times; D >= 300 only ``long_repeats`` times (a 300 s run takes ~6 minutes)."""
+    results.update(durations=args.durations, variants=list(VARIANTS))
+    for repeat in range(args.repeats):
+        for d in args.durations:
+            if d >= 300 and repeat >= args.long_repeats:
+                continue
+            for n in args.sizes:
+                for variant, extra in VARIANTS.items():
+                    run_args = copy.copy(args)
+                    run_args.run = d
+                    fleet = Fleet(os.path.join(workroot, "d%g-n%d-%s-r%d" % (d, n, variant, repeat)), n, run_args)
+                    try:
+                        log("D=%gs N=%d %s (repeat %d)" % (d, n, variant, repeat + 1))
+                        since = fleet.emu.requests_log()
+                        run = fleet.play(variant, os.path.join(args.collection, "playbooks", "migrate_site.yml"),
+                                         extra=extra)
+                        tickets = ticket_polls(fleet)
+                        requests = fleet.emu.requests_log(since[-1]["seq"] if since else 0)
+                        runs = [t for t in tickets if t["operation"] == "ready"]
+                        seen = [t["seen"] for t in runs if t["seen"] is not None]
+                        run.update(kind="durations", variant=variant, d=d, repeat=repeat,
+                                   run_polls=median([t["polls"] for t in runs]),
+                                   run_polls_max=max([t["polls"] for t in runs] or [0]),
+                                   preflight_polls=median([t["polls"] for t in tickets if t["operation"] == "preflight"]),
+                                   seen_p50=pct(seen, 50), seen_p95=pct(seen, 95), seen_max=max(seen or [0]),
+                                   service_peak=peak_per_second(requests), api_load=report_load(fleet))
+                        results["runs"].append(run)
+                        log("  wall %.1fs cpu %.1fs run polls/ticket %s seen p50/p95 %s/%s s, peak %s/s, other load "
+                            "%.2f cores" % (run["wall"], run["cpu"], run["run_polls"], _f(run["seen_p50"], "%.2f"),
+                                            _f(run["seen_p95"], "%.2f"), run["service_peak"], run["others_cores"]))
+                    finally:
+                        fleet.stop()
+                    with open(os.path.join(workroot, "results.json"), "w") as handle:
+                        json.dump(results, handle, indent=1)
+    return results
+
+
+def duration_tables(results):
+    """Medians per (D, N, schedule): polls per run ticket, detection, wall, CPU, the peak rate."""
+    runs = [r for r in results["runs"] if r["kind"] == "durations" and r["rc"] == 0]
+    lines = ["| D s | N | schedule | runs | run-phase polls per ticket | detection p50 / p95 s (run tickets) "
+             "| completion→return p95 s | wall s | CPU-s | API calls per site | peak requests/s (service) "
+             "| other load, cores (max) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for d in sorted({r["d"] for r in runs}):
+        for n in sorted({r["n"] for r in runs}):
+            for variant in VARIANTS:
+                mine = [r for r in runs if r["d"] == d and r["n"] == n and r["variant"] == variant]
+                if not mine:
+                    continue
+
+                def med(key):
+                    return median([r[key] for r in mine])
+                lines.append("| %g | %d | %s | %d | %s | %s / %s | %s | %.1f | %.1f | %.1f | %s | %.2f |" % (
+                    d, n, variant, len(mine), _f(med("run_polls"), "%.1f"), _f(med("seen_p50"), "%.2f"),
+                    _f(med("seen_p95"), "%.2f"), _f(med("delay_run_p95"), "%.2f"), med("wall"), med("cpu"),
+                    (med("reads") + med("writes")) / n, _f(med("service_peak"), "%d"),
+                    max(r["others_cores"] for r in mine)))
+    return "\n".join(lines)
 
 
 def median(values):
@@ -427,6 +550,14 @@ def targets(results):
 
 
 def render(results):
+    if results.get("durations"):
+        head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run D s, accept delay %gs, "
+                "poll interval %gs; schedules interleaved (today = poll_max_interval %g, after = the default), "
+                "%d repeats (D >= 300: %d), medians." % (
+                    " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"],
+                    results.get("git", "unknown"), results["forks"], results["preflight"], results["accept_delay"],
+                    results["poll"], results["poll"], results["repeats"], results.get("long_repeats", 1)))
+        return "\n\n".join([head, duration_tables(results)])
     summary, detail = tables(results)
     if results.get("repeats", 1) > 1:
         head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run %gs, accept delay %gs, poll "
@@ -443,24 +574,25 @@ def render(results):
     return "\n\n".join([head, summary, "Targets:", targets(results), "Every run:", detail])
 
 
-def update_doc(text):
+def update_doc(text, markers=(START, END)):
+    start, end = markers
     with open(DOC, encoding="utf-8") as handle:
         doc = handle.read()
-    if START not in doc or END not in doc:
-        raise SystemExit("%s has no %s ... %s markers" % (DOC, START, END))
-    before, rest = doc.split(START, 1)
-    after = rest.split(END, 1)[1]
+    if start not in doc or end not in doc:
+        raise SystemExit("%s has no %s ... %s markers" % (DOC, start, end))
+    before, rest = doc.split(start, 1)
+    after = rest.split(end, 1)[1]
     with open(DOC, "w", encoding="utf-8") as handle:
-        handle.write(before + START + "\n" + text + "\n" + END + after)
+        handle.write(before + start + "\n" + text + "\n" + end + after)
 
 
-def plot(results_path):
+def plot(results_path, out=PLOT):
     if not os.path.exists(BENCH_PY):
         log("no %s: plot skipped (python3.12 -m venv .venv-bench && .venv-bench/bin/pip install -r "
             "tests/benchmarks/fleet/requirements.txt)" % BENCH_PY)
         return
-    subprocess.run([BENCH_PY, os.path.join(HERE, "plot.py"), results_path, PLOT], check=True)
-    log("plot: %s" % PLOT)
+    subprocess.run([BENCH_PY, os.path.join(HERE, "plot.py"), results_path, out], check=True)
+    log("plot: %s" % out)
 
 
 # ------------------------------------------------------------------------------------------ profile
@@ -589,6 +721,11 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1,
                         help="run the sizes in turn this many times, interleaved (1, N, 1, N ...), and report medians "
                              "(no baseline); the re-runs follow the last repeat")
+    parser.add_argument("--durations", type=lambda text: [float(x) for x in text.split(",") if x.strip()],
+                        help="run durations D (s) to compare today's fixed 1 s polls with the adaptive schedule "
+                             "(issue 26), e.g. 10,60,300; with --sizes 1,100")
+    parser.add_argument("--long-repeats", type=int, default=1,
+                        help="with --durations: repeats of the runs of D >= 300 s (default 1)")
     parser.add_argument("--workdir", help="default tests/benchmarks/fleet/work/<timestamp> (gitignored)")
     parser.add_argument("--docs", action="store_true",
                         help="write the tables into docs/performance.md and the plot into docs/performance-fleet.png")
@@ -619,8 +756,9 @@ def main(argv=None):
     print()
     print(text)
     if args.docs:
-        update_doc(text)
-        plot(results_path)
+        polling = bool(results.get("durations"))
+        update_doc(text, POLLING_MARKERS if polling else (START, END))
+        plot(results_path, POLLING_PLOT if polling else PLOT)
         log("updated %s" % DOC)
     return 0 if all(r["rc"] == 0 for r in results["runs"]) else 1
 

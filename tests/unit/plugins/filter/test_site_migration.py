@@ -204,6 +204,8 @@ def test_a_source_host_in_another_slice_is_reached_at_the_sites_own_address():
     ({"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD, "site_migration_ssh_id_pass": "pp"},
      "site_migration_ssh_id_pass is only for site_migration_auth=key (it is password): remove it"),
     ({"site_migration_poll_interval": 0.2}, "site_migration_poll_interval must be at least 1"),
+    ({"site_migration_poll_interval": 5, "site_migration_poll_max_interval": 2},
+     "site_migration_poll_max_interval must be at least site_migration_poll_interval"),
     ({"site_migration_run_timeout": 0}, "site_migration_run_timeout must be a positive number of seconds"),
     ({"site_migration_source_host": "bare.example"}, "the remote user must resolve"),
 ])
@@ -258,7 +260,7 @@ def _ticket(migration_id, ticket_id, state="success", **extra):
 
 def test_each_step_gives_its_module_arguments():
     fleet, given = line_up({"site_migration_refresh": False, "site_migration_poll_interval": 2.0,
-                            "site_migration_preflight_timeout": 60},
+                            "site_migration_preflight_timeout": 60, "site_migration_poll_max_interval": 30},
                            {"site_migration_auth": "password", "site_migration_remote_pass": PASSWORD})
     assert sm.step(fleet, "info", {}) == {"count": 1, "sites": ["1001"]}
     todo = sm.step(fleet, "check", {"info": results({"site": "1001", "exists": False, "migration_id": None})}, given)
@@ -272,7 +274,9 @@ def test_each_step_gives_its_module_arguments():
             "create": results(_created("1001", 7), _created("1002", 8))}
     assert sm.step(fleet, "allow", done)["sites"] == ["1001", "1002"]
     todo = sm.step(fleet, "preflight", done)
-    assert todo == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0}
+    # One wait for both: the shortest interval and the shortest cap of the two sites.
+    assert todo == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0,
+                    "poll_max_interval": 12.0}
 
 
 def test_the_check_and_create_steps_need_the_inputs():
@@ -467,7 +471,7 @@ def test_the_vocabulary_comes_from_module_utils():
 
 # ----------------------------------------------------------------------------------------- report and stop
 
-REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds",
+REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds", "api_load",
                "refresh", "sites"}
 SITE_KEYS = {"host", "site", "destination", "new_site", "site_id", "migration_id", "operation", "updated_fields",
              "auth", "remote",
@@ -486,8 +490,18 @@ def test_the_report_covers_every_host_and_keeps_its_keys():
     assert first["duration"] == 5.0 and first["remote"] == {"remote-host": "10.0.0.5"} and first["message"] == ""
     assert rep["sites"][2]["message"] == "stopped before the fleet steps: see the play output"
     assert rep["preflight_wait_seconds"] == 2.5 and rep["run_wait_seconds"] == 2.5 and rep["refresh"] is True
+    assert rep["api_load"] == {"calls": 0, "peak_per_second": 0, "steps": {}}
     assert "[redacted]" not in json.dumps(rep)
     assert sm.step(fleet, "stop", done) == {"hosts": {"dest1.example": rep["sites"][1]["message"]}}
+
+
+def test_the_report_states_the_load_of_the_waits():
+    fleet, done = _to_preflight(2)
+    done["preflight"] = results(_ticket(7, "p7"), _ticket(8, "p8"), api_load={"calls": 40, "peak_per_second": 9})
+    done["run"] = results(_ticket(7, "r7"), _ticket(8, "r8"), api_load={"calls": 110, "peak_per_second": 4})
+    rep = sm.report(fleet, ["dest0.example", "dest1.example"], done, True, generated="T")
+    assert rep["api_load"] == {"calls": 150, "peak_per_second": 9, "steps": {
+        "preflight": {"calls": 40, "peak_per_second": 9}, "run": {"calls": 110, "peak_per_second": 4}}}
 
 
 def test_a_left_alone_site_is_reported_from_what_was_read():
@@ -562,6 +576,7 @@ def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
     done = {"find": _listing("old.example")}
     todo = sm.step(fleet, "new", done, given)
     assert todo == {"count": 2, "client": "demo", "wait": True, "wait_timeout": 900, "poll_interval": 1.0,
+                    "poll_max_interval": 12.0,
                     "sites": [{"domain": "new.example", "admin_user": "admin", "admin_email": "admin@example.com",
                                "admin_pass": ADMIN_PASS, "php_version": "8.3"},
                               {"domain": "two.example", "admin_user": "admin", "admin_email": "admin@example.com"}]}
@@ -681,7 +696,8 @@ def test_the_webhook_finds_only_the_destinations_left_to_it():
 def _slice_report(hosts, result="succeeded", wait=2.0, generated="T"):
     rep = {"generated": generated, "sites_total": len(hosts), "counts": {result: len(hosts)},
            "destinations": {"existing": len(hosts)}, "preflight_wait_seconds": wait, "run_wait_seconds": wait * 2,
-           "refresh": True, "sites": [{"host": h, "result": result} for h in hosts]}
+           "refresh": True, "sites": [{"host": h, "result": result} for h in hosts],
+           "api_load": {"calls": 10 * len(hosts), "peak_per_second": 3, "steps": {}}}
     return rep
 
 
@@ -694,6 +710,8 @@ def test_slice_reports_merge_into_one_fleet_report():
     assert merged["counts"] == {"run_failed": 1, "succeeded": 3} and merged["destinations"] == {"existing": 4}
     assert merged["preflight_wait_seconds"] == 3.0 and merged["run_wait_seconds"] == 6.0
     assert merged["merged_from"] == ["T1", "T2", "T3"] and merged["refresh"] is True
+    # The slices ran at the same time: their peaks add up.
+    assert merged["api_load"] == {"calls": 40, "peak_per_second": 9}
     assert set(merged) == REPORT_KEYS | {"merged_from"}
     # set_stats artifacts (name -> report), as a workflow node after a sliced job receives them
     artifacts = {"site_migration_report_2": _slice_report(["x.example"]), "site_migration_report_1": _slice_report(["y.example"])}
