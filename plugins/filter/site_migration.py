@@ -435,8 +435,12 @@ def _found(sites, registered):
     listed = set(str(e.get("domain") or "").strip().lower() for e in r.get("sites") or [] if isinstance(e, Mapping))
     for s in sites:
         if r.get("failed") or "sites" not in r:
-            s.update(stage=DONE, result="error", message="site %s: listing the sites of site_migration_client %s "
-                     "failed: %s" % (s["site"], s["client"], role_message(r.get("msg")) or "no listing returned"))
+            msg = role_message(r.get("msg")) or "no listing returned"
+            where = "listing the sites of site_migration_client %s" % s["client"]
+            # A refused key leads the message, as in every module (issue 23).
+            text = ("%s (%s)" % (msg, where) if (r.get("failure") or {}).get("status") in (401, 403)
+                    else "%s failed: %s" % (where, msg))
+            s.update(stage=DONE, result="error", message="site %s: %s" % (s["site"], text))
         elif s["site"].strip().lower() in listed:
             s.update(stage=s["after_find"], destination=EXISTING)
         else:
@@ -461,6 +465,10 @@ def _created(s, r, failed, msg, who):
         return {"stage": DONE, "result": "awaiting_provisioning", "destination": CREATED, "new_site": seen,
                 "message": "created as site %s; its site_provisioned webhook starts the migration "
                            "(wpcloud.hosting.on_site_provisioned)" % r["site_id"]}
+    if r.get("allow_site_migration") is False:
+        # Read back after the job: the service did not keep meta[allow_site_migration], so the site goes
+        # through the allow step like an existing one before its migration is created.
+        return {"stage": "check", "destination": CREATED, "new_site": seen, "needs_allow": True}
     return {"stage": "check", "destination": CREATED, "new_site": seen}
 
 
@@ -482,12 +490,13 @@ def _next(step, s, r):
     if step == "check":
         if failed:
             return {"stage": DONE, "result": "invalid_input", "message": who + msg}
-        # A site created with allow_site_migration needs no call to the irreversible allow endpoint.
-        return {"stage": "create" if s.get("destination") == CREATED else "allow"}
+        # A site created with allow_site_migration needs no call to the irreversible allow endpoint,
+        # unless the service was seen not to keep the flag.
+        return {"stage": "create" if s.get("destination") == CREATED and not s.get("needs_allow") else "allow"}
     if step == "allow":
         if failed:
             return {"stage": DONE, "result": "error", "message": who + "allowing a migration failed: %s" % msg}
-        return {"stage": "create", "destination": EXISTING}
+        return {"stage": "create", "destination": s.get("destination") or EXISTING}
     if step == "create":
         record = r.get("record") if isinstance(r.get("record"), Mapping) else {}
         migration = {"migration_id": r.get("migration_id"), "site_id": r.get("site_id"),

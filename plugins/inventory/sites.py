@@ -15,6 +15,8 @@ description:
     C(wpcloud_domain), C(wpcloud_allow_site_migration), C(wpcloud_migration_id) and the other fields the
     service lists (C(wpcloud_created), C(wpcloud_space_used), ...). Every host is in the group
     C(wpcloud_account_sites).
+  - Each site is one host whether the service pages, ignores C(limit)/C(after) or refuses them. When the service's
+    listing does not carry the C(allow_site_migration) column, C(wpcloud_allow_site_migration) is null (unknown).
   - No host variable ever holds a credential (the site records' passwords and keys are left out) or the API key.
   - The connection options take the same environment variables as the modules, so an AWX / Automation
     Controller inventory source needs only the C(WP Cloud API) credential.

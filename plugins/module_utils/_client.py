@@ -86,6 +86,10 @@ OPERATIONS = {
     "site.get": ("GET", "get-site/{site}", READ),
     # All sites of the client, a page at a time (query limit, after), with one meta key as a column.
     "site.list": ("GET", "get-sites/{client}/{key}", READ),
+    # The same without the meta column (a service that refuses the key): only after a 400 to site.list.
+    "site.list_plain": ("GET", "get-sites/{client}", READ),
+    # Whether the client may host a domain ({"allowed": true}, else 400 "already used"): only after a 403.
+    "site.check_domain": ("GET", "check-can-host-domain/{client}/{domain}", READ),
     "site.create": ("POST", "create-site/{client}", WRITE),
     "site.delete": ("POST", "delete-site/{client}/{site}", WRITE),
     "job.status": ("GET", "job-status/{job_id}", READ),
@@ -103,6 +107,24 @@ OPERATIONS = {
 
 MISSING_KEY = ("api_key is required: set the api_key option (once per play with module_defaults for "
                "group/wpcloud.hosting.all) or the WPCLOUD_API_KEY environment variable on the controller.")
+
+# HTTP statuses of a refused key. The owner's panel treats 401 and 403 alike as a refused request; the
+# PHP SDK documents 403 as "key not authorized for the requested resource" (docs/api-choices.md).
+KEY_REFUSED_STATUS = (401, 403)
+
+
+def refused_key(status, api_message=None, resource=None, also=None):
+    """The one wording of a 401/403 (every module, the sites inventory and the role show it): the API key
+    first, the service's own message quoted, the other causes named only as possibilities. ``resource``
+    (e.g. "site example.com") says what the key was refused for; ``also`` adds a possible cause of a 403
+    (a 401 is about the key alone)."""
+    return ("The service refused the API key%s (HTTP %d%s). Check api_key (WPCLOUD_API_KEY): it may be "
+            "wrong, revoked, or without access to %s. Other possible causes: the key's IP allow list or "
+            "endpoint access in the partner portal%s." % (
+                " for " + resource if resource else "", status,
+                ', the service says: "%s"' % api_message if api_message else "",
+                resource or "this client account", ", or " + also if also and status == 403 else ""))
+
 
 RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))
 RETRY_STATUS_WRITE = frozenset((429,))
@@ -484,9 +506,8 @@ class WPCloudClient(object):
 
     def _status_error(self, operation, kind, status, message, data, attempt):
         api_message = self.secrets.mask(message) or None
-        if status in (401, 403):
-            text = ("The API refused the key (HTTP %d%s). Check api_key, the key's IP allow list and "
-                    "endpoint access in the partner portal." % (status, ": " + api_message if api_message else ""))
+        if status in KEY_REFUSED_STATUS:
+            text = refused_key(status, api_message)
         elif kind == WRITE and status >= 500:
             text = ("HTTP %d from %s%s. The service may or may not have applied it, so it was not "
                     "repeated. Run the task again: it reads the current state first." % (

@@ -23,4 +23,7 @@ class ModuleFailure(Exception):
 def api_failure(exc, what=None):
     """Turn a client error (WPCloudAPIError) into a ModuleFailure with a machine-readable ``failure`` detail."""
     msg = exc.message if not what else "%s: %s" % (what, exc.message)
+    if what and exc.status in (401, 403):
+        # A refused key leads the message (issue 23); what was refused follows.
+        msg = "%s (%s)" % (exc.message, what)
     return ModuleFailure(msg, failure=exc.to_dict())

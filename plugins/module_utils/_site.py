@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils._client import KEY_REFUSED_STATUS, WPCloudAPIError, refused_key
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import Polled, follow, progress_for
@@ -23,7 +23,11 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
     ALLOW_OFF_VALUES,
     ALLOW_SITE_MIGRATION,
     JOB_FAILURE,
+    JOB_FAILURE_WORDS,
     JOB_FINAL,
+    JOB_PENDING_WORDS,
+    JOB_SUCCESS,
+    JOB_SUCCESS_WORDS,
     SITE_CREATE_FIELDS,
     SITE_CREDENTIAL_FIELDS,
     SITE_RECORD_FIELDS,
@@ -132,7 +136,7 @@ def list_sites(client, client_name, page_size=SITES_PAGE_MAX):
 
 
 def _read_site(client, site):
-    record = read_site(client, site, "site %s belongs to another client (HTTP 403): check site and the API key.")
+    record = read_site(client, site)
     if record is None:
         return dict(changed=False, exists=False, site=site)
     enabled, migration_id = read_allow_site_migration(client, site)
@@ -142,7 +146,10 @@ def _read_site(client, site):
 
 
 def _listed(entry):
-    enabled, migration_id = allow_value(entry.get(ALLOW_SITE_MIGRATION))
+    # A listing that does not carry the flag (the service refused or dropped the key) leaves it unknown:
+    # null, never "disabled"; site_info site: and site_allow_migration read it per site.
+    enabled, migration_id = allow_value(entry.get(ALLOW_SITE_MIGRATION)) if ALLOW_SITE_MIGRATION in entry else (
+        None, None)
     listed = {"site_id": as_int_or_str(entry.get("atomic_site_id")), "domain": entry.get("domain_name"),
               "allow_site_migration": enabled, "migration_id": migration_id}
     listed.update((k, v) for k, v in public_site(entry).items()
@@ -150,32 +157,67 @@ def _listed(entry):
     return listed
 
 
+# How get-sites is asked, best first: with paging and the flag as a column; the flag as a column only
+# (a service that refuses limit/after); paging only, then neither (a service that refuses the meta key).
+# Only a 400 to the first page moves to the next form (docs/api-choices.md "Variants").
+LISTING_FORMS = ((True, True), (False, True), (True, False), (False, False))
+
+
+def _list_page(client, params, limit, after, form):
+    paged, with_flag = form
+    query = dict([("limit", limit)] + ([("after", after)] if after is not None else [])) if paged else None
+    if with_flag:
+        return client.call("site.list", params=query, client=params["client"], key=ALLOW_SITE_MIGRATION)
+    return client.call("site.list_plain", params=query, client=params["client"])
+
+
+def _site_key(entry):
+    """What tells one listed site from another: its ID, else its domain (None: neither, left out)."""
+    if entry.get("atomic_site_id") not in (None, ""):
+        return "id", str(entry["atomic_site_id"])
+    if entry.get("domain_name"):
+        return "domain", str(entry["domain_name"]).lower()
+    return None
+
+
 def _list_sites(client, params):
-    """Every site of the client, page after page (``after``: the last site ID of the page before)."""
+    """Every site of the client, once each, page after page (``after``: the last site ID of the page
+    before), whether the service pages, ignores ``limit``/``after`` or refuses them (docs/api-choices.md)."""
     if not params["client"].strip():
         raise ModuleFailure("client is empty: give the client identifier of the partner account (lowercase).")
     limit = params["page_size"]
     if not 1 <= limit <= SITES_PAGE_MAX:
         raise ModuleFailure("page_size must be between 1 and %d (the service's cap per page)." % SITES_PAGE_MAX)
-    sites, after, pages = [], None, 0
+    sites, seen, after, pages, forms, refused = [], set(), None, 0, list(LISTING_FORMS), None
     while True:
-        query = {"limit": limit}
-        if after is not None:
-            query["after"] = after
         try:
-            resp = client.call("site.list", params=query, client=params["client"], key=ALLOW_SITE_MIGRATION)
+            resp = _list_page(client, params, limit, after, forms[0])
         except WPCloudAPIError as exc:
-            if exc.status == 403:
-                raise ModuleFailure("client %s is not the client of this API key (HTTP 403): check client."
-                                    % params["client"], failure=exc.to_dict())
-            raise api_failure(exc, "Listing the sites of client %s" % params["client"])
+            if exc.status == 400 and after is None and len(forms) > 1:
+                refused = refused or exc
+                forms.pop(0)
+                continue
+            if exc.status in KEY_REFUSED_STATUS:
+                raise ModuleFailure(refused_key(exc.status, exc.api_message, "client %s" % params["client"],
+                                                "client %s is not the client account of this key" % params["client"]),
+                                    failure=exc.to_dict())
+            raise api_failure(refused if refused is not None and exc.status == 400 else exc,
+                              "Listing the sites of client %s" % params["client"])
         page = [entry for entry in (resp.data if isinstance(resp.data, list) else []) if isinstance(entry, dict)]
         pages += 1
-        sites.extend(_listed(entry) for entry in page)
-        # Only an empty page ends the list: a short page is no proof of the end (docs/api-choices.md).
-        if not page or page[-1].get("atomic_site_id") in (None, after):
+        new = []
+        for entry in page:
+            key = _site_key(entry)
+            if key is not None and key not in seen:
+                seen.add(key)
+                new.append(entry)
+        sites.extend(_listed(entry) for entry in new)
+        # The end: a page that brings no site not seen before (an empty page, or the whole list again
+        # from a service that ignores paging), or a listing without paging. A short page is no proof.
+        ids = [entry.get("atomic_site_id") for entry in page if entry.get("atomic_site_id") not in (None, "")]
+        if not new or not forms[0][0] or not ids:
             break
-        after = page[-1]["atomic_site_id"]
+        after = ids[-1]
     return dict(changed=False, client=params["client"], sites=sites, count=len(sites), pages=pages)
 
 
@@ -204,8 +246,22 @@ def _check_site_options(params):
     return domain.lower()
 
 
+def job_outcome(status):
+    """success or failure for a word that ends a job (any case: JOB_SUCCESS_WORDS, JOB_FAILURE_WORDS), else None."""
+    word = str(status or "").strip().lower()
+    if word in JOB_SUCCESS_WORDS:
+        return JOB_SUCCESS
+    return JOB_FAILURE if word in JOB_FAILURE_WORDS else None
+
+
+def unknown_job_status(status):
+    """True for a status that is neither a known end nor a known step on the way (shown as such)."""
+    word = str(status or "").strip().lower()
+    return bool(word) and word not in JOB_FINAL and word not in JOB_PENDING_WORDS
+
+
 class Job(Polled):
-    """What a wait knows of one create-site / delete-site job."""
+    """What a wait knows of one create-site / delete-site job (``status``: the service's own word)."""
 
     def __init__(self, job_id, started):
         super(Job, self).__init__(started)
@@ -213,19 +269,26 @@ class Job(Polled):
         self.status = None
 
     @property
+    def outcome(self):
+        return job_outcome(self.status)
+
+    @property
     def done(self):
-        return self.error is not None or self.status in JOB_FINAL
+        return self.error is not None or self.outcome is not None
 
     @property
     def failed(self):
-        return self.error is not None or self.status == JOB_FAILURE
+        return self.error is not None or self.outcome == JOB_FAILURE
 
     def progress(self):
+        if unknown_job_status(self.status):
+            return "job %s %s (a status this collection does not know; still polling)" % (self.job_id, self.status)
         return "job %s %s" % (self.job_id, self.status or "not read yet")
 
     def as_result(self, now):
         end = self.completed_at if self.completed_at is not None else now
-        result = {"job_id": self.job_id, "status": self.status, "elapsed": round(end - self.started, 3)}
+        result = {"job_id": self.job_id, "status": self.status, "outcome": self.outcome,
+                  "elapsed": round(end - self.started, 3)}
         if self.error:
             result["error"] = self.error
         return self.poll_counts(result)
@@ -238,8 +301,9 @@ def _poll_job(client, job):
     except WPCloudAPIError as exc:
         job.poll_failed(exc)
         return
-    data = resp.data if isinstance(resp.data, dict) else {}
-    job.status = str(data.get("_status") or data.get("status") or "unknown").lower()
+    # job-status answers an object with _status; job-completion (the owner's panel) a bare string.
+    data = resp.data if isinstance(resp.data, dict) else {"_status": resp.data}
+    job.status = str(data.get("_status") or data.get("status") or "unknown").strip()
     if job.done:
         job.completed_at = time.monotonic()
 
@@ -253,31 +317,69 @@ def _wait_job(client, job_id, params, ctx, what):
     entry = job.as_result(time.monotonic())
     if job.error:
         raise ModuleFailure("Waiting for job %s (%s) failed: %s" % (job_id, what, job.error), job=entry)
-    if job.status == JOB_FAILURE:
-        raise ModuleFailure("The service's job %s (%s) failed." % (job_id, what), job=entry, changed=True)
+    if job.outcome == JOB_FAILURE:
+        raise ModuleFailure("The service's job %s (%s) failed (status %s)." % (job_id, what, job.status), job=entry,
+                            changed=True)
     if timed_out and not job.done:
-        raise ModuleFailure("Job %s (%s) was still %s when wait_timeout=%ss ran out; wait again with this task "
-                            "(it reads the site first)." % (job_id, what, job.status, params["wait_timeout"]),
+        unknown = (" (a status this collection does not know: a job ends on %s, or %s)" % (
+            "/".join(sorted(JOB_SUCCESS_WORDS)), "/".join(sorted(JOB_FAILURE_WORDS)))
+            if unknown_job_status(job.status) else "")
+        raise ModuleFailure("Job %s (%s) was still %s%s when wait_timeout=%ss ran out; wait again with this task "
+                            "(it reads the site first)." % (job_id, what, job.status, unknown, params["wait_timeout"]),
                             job=entry, changed=True, timed_out=True)
     return entry
 
 
-def read_site(client, site, other_client):
-    """The site's record without its credentials, or None when the service does not know it; a site of
-    another client is refused with ``other_client`` (a message with the site's place)."""
+def read_site(client, site, also=None):
+    """The site's record without its credentials, or None when the service does not know it; a refused
+    key (401/403) fails with the key first, ``also`` (or: the site belongs to another client account)
+    named as one possible cause."""
     try:
         resp = client.call("site.get", accept_status=(404,), site=site)
     except WPCloudAPIError as exc:
-        if exc.status == 403:
-            raise ModuleFailure(other_client % site, failure=exc.to_dict())
+        if exc.status in KEY_REFUSED_STATUS:
+            raise ModuleFailure(refused_key(exc.status, exc.api_message, "site %s" % site,
+                                            also or "site %s belongs to another client account" % site),
+                                failure=exc.to_dict())
         raise api_failure(exc, "Reading site %s" % site)
     if resp.status == 404:
         return None
     return public_site(resp.data if isinstance(resp.data, dict) else {})
 
 
-def _find_site(client, domain):
-    return read_site(client, domain, "domain %s belongs to a site of another client (HTTP 403): choose another domain.")
+def _find_site(client, domain, params=None):
+    """read_site for the site module; with ``params`` (before a create) a refused key that is proven to
+    be the domain's fault (_domain_of_another_client) says so."""
+    try:
+        return read_site(client, domain)
+    except ModuleFailure as failure:
+        if params is None or (failure.details.get("failure") or {}).get("status") != 403:
+            raise
+        used = _domain_of_another_client(client, params["client"], domain)
+        if used is None:
+            raise
+        raise ModuleFailure("domain %s is used by a site this API key cannot reach: the key lists the sites of "
+                            "client %s and %s is not among them, and the service says: \"%s\". Choose another domain "
+                            "(or use the API key of the account that holds it)."
+                            % (domain, params["client"], domain, used), **failure.details)
+
+
+def _domain_of_another_client(client, client_name, domain):
+    """The service's "already used" message when it is proven that ``domain`` belongs to a site this key
+    cannot reach: a listing of the client's sites with this key succeeds and lacks it, and
+    check-can-host-domain refuses it. None when not proven (then the key is the suspect). Two reads,
+    only after a 403."""
+    try:
+        listed = _list_sites(client, {"client": client_name, "page_size": SITES_PAGE_MAX})["sites"]
+        if any(str(site.get("domain") or "").lower() == domain for site in listed):
+            return None
+        resp = client.call("site.check_domain", accept_status=(400, 409), client=client_name, domain=domain)
+    except (WPCloudAPIError, ModuleFailure):
+        return None
+    allowed = resp.data.get("allowed") if isinstance(resp.data, dict) else None
+    if resp.status < 300 and allowed is not False:
+        return None
+    return resp.message or "the domain is already used"
 
 
 def _job_of_site(client, site_id):
@@ -296,7 +398,7 @@ def run_site(params, ctx):
         return _run_sites(params, ctx)
     domain = _check_site_options(params)
     client = ctx.client()
-    record = _find_site(client, domain)
+    record = _find_site(client, domain, params)
     result = dict(changed=False, domain=domain, state=params["state"])
     if params["state"] == "absent":
         return _delete(client, params, ctx, domain, record, result)
@@ -333,7 +435,21 @@ def run_site(params, ctx):
     result["job_id"] = job_id
     if params["wait"] and job_id is not None:
         result["job"] = _wait_job(client, job_id, params, ctx, "create %s" % domain)
+        if params["allow_site_migration"]:
+            _check_created_flag(client, ctx, domain, result)
     return result
+
+
+def _check_created_flag(client, ctx, domain, result):
+    """A created site holds allow_site_migration only if the service took meta[allow_site_migration] (a
+    public SDK's reading, not the owner's panel's): read it once the site is provisioned, so that no
+    migration is created on the word of the create form alone."""
+    enabled, migration_id = read_allow_site_migration(client, domain)
+    result.update(allow_site_migration=enabled, migration_id=migration_id)
+    if not enabled:
+        ctx.warn("site %s was created, but the service did not keep its allow_site_migration (it ignored "
+                 "meta[allow_site_migration]): allow a migration into it with wpcloud.hosting.site_allow_migration "
+                 "(it cannot be undone) before creating one." % domain)
 
 
 def _existing(client, params, ctx, domain, record, result):

@@ -100,10 +100,18 @@ ALLOW_OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none",
 SITE_CREDENTIAL_FIELDS = frozenset(["db_pass", "smtp_pass", "site_api_key"])
 # The most sites one get-sites page may hold (the service caps ``limit`` there).
 SITES_PAGE_MAX = 1000
-# A create-site / delete-site job: its ``_status`` values, the final ones first.
+# A create-site / delete-site job: its ``_status`` values, the final ones first (the docs' words).
 JOB_SUCCESS = "success"
 JOB_FAILURE = "failure"
-JOB_FINAL = frozenset([JOB_SUCCESS, JOB_FAILURE])
+# Every word that ends a job, lower-cased (a status is compared case-insensitively): the docs' two and
+# those public clients accept (the PHP SDK's JobPoller: complete, completed, done, ok; failed, error).
+# Any other status keeps a wait polling, and is shown in its progress and its final message.
+JOB_SUCCESS_WORDS = frozenset([JOB_SUCCESS, "complete", "completed", "done", "ok"])
+JOB_FAILURE_WORDS = frozenset([JOB_FAILURE, "failed", "error"])
+JOB_FINAL = JOB_SUCCESS_WORDS | JOB_FAILURE_WORDS
+# Words a job is known to pass through before its end (a status outside these and JOB_FINAL is named
+# as unknown in a wait's messages).
+JOB_PENDING_WORDS = frozenset(["queued", "running", "pending", "started", "in-progress", "processing"])
 # The create-site fields the site module sends, by option name (the service's names).
 SITE_CREATE_FIELDS = {"domain": "domain_name", "admin_user": "admin_user", "admin_email": "admin_email",
                       "admin_pass": "admin_pass", "php_version": "php_version"}

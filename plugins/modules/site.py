@@ -35,7 +35,9 @@ options:
   domain:
     description:
       - The site's domain name, for example C(shop.example.com). Required unless O(sites) is given.
-      - A domain the service knows under another client is refused before any write.
+      - A domain the service knows under another client is refused before any write. When the service refuses
+        the key for the domain (HTTP 401/403), the message leads with the API key; it advises another domain only
+        when this key lists the client's sites without it and the service says the domain is already used.
     type: str
   state:
     description:
@@ -65,6 +67,8 @@ options:
     description:
       - Create the site as a migration destination (C(meta[allow_site_migration]=true)). Only applies when the
         site is created.
+      - With O(wait), the created site's flag is read back once its job succeeded; a service that did not keep it
+        gets a warning and RV(allow_site_migration=false) (then use M(wpcloud.hosting.site_allow_migration)).
     type: bool
     default: true
   confirm_delete:
@@ -196,7 +200,9 @@ operation:
   type: str
   sample: create
 allow_site_migration:
-  description: Whether the site accepts (or holds) a migration.
+  description:
+    - Whether the site accepts (or holds) a migration. For a created site waited for, as read back from the
+      service.
   returned: with state=present
   type: bool
   sample: true
@@ -211,7 +217,11 @@ job_id:
   type: int
   sample: 17
 job:
-  description: The waited job, C(status), C(elapsed), C(polls).
+  description:
+    - The waited job, C(status) (the service's word), C(outcome) (V(success), V(failure), or null while the
+      status is not one that ends a job), C(elapsed), C(polls).
+    - A job ends on V(success), V(done), V(complete), V(completed), V(ok), or V(failure), V(failed), V(error), in
+      any case; another status keeps the wait polling and is named in its progress and its message.
   returned: when the module waited for a job
   type: dict
   sample: {"job_id": 17, "status": "success", "elapsed": 3.2, "polls": 4}

@@ -15,7 +15,8 @@ description:
     ID of the migration it holds, if any. A site the service does not know returns RV(exists=false).
   - With O(client), lists every site of the client account, page after page (the service returns at most
     O(page_size) sites per call; the module follows the pages itself), each with its migration flag and
-    migration ID.
+    migration ID. Each site is listed once, whether the service pages, ignores C(limit)/C(after) (the listing
+    ends at the first page that brings no new site) or refuses them (then it lists without them).
   - The service's site record holds credentials (the database and SMTP passwords, the site's API key). They
     are never returned, shown or logged.
 author:
@@ -117,7 +118,10 @@ sites:
       description: The site's domain.
       type: str
     allow_site_migration:
-      description: Whether the site accepts an incoming migration (or already holds one).
+      description:
+        - Whether the site accepts an incoming migration (or already holds one).
+        - Null when the service's listing does not carry the flag (it refused or dropped the C(allow_site_migration)
+          column); read one site with O(site) for its flag.
       type: bool
     migration_id:
       description: The ID of the migration the site holds, or null.
@@ -129,7 +133,7 @@ count:
   type: int
   sample: 3
 pages:
-  description: With O(client), how many pages (calls) the listing took.
+  description: With O(client), how many pages (calls) the listing took (a refused first form not counted).
   returned: when client is given
   type: int
   sample: 1

@@ -132,6 +132,10 @@ class Emulator:
     def reset(self):
         return self._hook("POST", "reset", {})
 
+    def set_variants(self, **switches):
+        """Answer as another reading of the service (variants.py), until the next reset."""
+        return self._hook("POST", "variants", switches)["variants"]
+
     def add_site(self, id, domain, allow_migration=False, provisioned=False):  # noqa: A002 - hook field name
         return self._hook("POST", "sites", {"id": id, "domain": domain, "allow_migration": allow_migration,
                                             "provisioned": provisioned})

@@ -41,6 +41,7 @@ if HERE not in sys.path:
 from certs import make_tls_files  # noqa: E402
 from executors import load_executor  # noqa: E402
 from service import ApiError, Service  # noqa: E402
+from variants import Variants, parse_pairs as parse_variants  # noqa: E402
 from webhooks import WebhookSender  # noqa: E402
 
 LOG = logging.getLogger("emulator")
@@ -387,7 +388,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         service = self.server.service
         key = next((v for k, v in self.headers.items() if k.lower() == "auth"), None)
         if key is None or not hmac.compare_digest(key.encode(), self.server.api_key.encode()):
-            return 403, "Forbidden: missing or invalid API key in the Auth header", []
+            status = service.variants.bad_key_status
+            return status, "%s: missing or invalid API key in the Auth header" % (
+                "Unauthorized" if status == 401 else "Forbidden"), []
         if endpoint is None:
             return 404, "Not found: no such endpoint", []
         if self.command not in methods:
@@ -507,6 +510,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 srv.sender.emit(body.get("client", srv.service.client), event,
                                 atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []), **extra)
                 self._send(200, {"emitted": event})
+            elif name == "variants" and method == "POST":
+                try:
+                    self._send(200, {"variants": srv.service.variants.update(body)})
+                except ValueError as exc:
+                    raise ApiError(400, str(exc)) from None
+            elif name == "variants" and method == "GET":
+                self._send(200, {"variants": srv.service.variants.view()})
             elif name == "deliveries" and method == "GET":
                 self._send(200, {"deliveries": list(getattr(srv.sender, "deliveries", []))})
             else:
@@ -621,6 +631,8 @@ def parse_args(argv):
     parser.add_argument("--accept-delay", type=float, help="seconds a new ticket answers 202 (config default 1.0)")
     parser.add_argument("--idle-timeout", type=float,
                         help="seconds an idle keep-alive connection stays open (default %d)" % Handler.timeout)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE",
+                        help="another reading of the service (variants.py; README 'Variants'), repeatable")
     parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
     parser.add_argument("--log-file", help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO")
@@ -639,6 +651,12 @@ def main(argv=None):
         config = load_config(args.config or DEFAULT_CONFIG)
     except (OSError, ValueError) as exc:
         print("server.py: cannot read config: %s" % exc, file=sys.stderr)
+        return 2
+    try:
+        config["variants"] = dict(config.get("variants") or {}, **parse_variants(args.variant))
+        Variants(config["variants"])
+    except ValueError as exc:
+        print("server.py: %s" % exc, file=sys.stderr)
         return 2
     workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="wpcloud-emulator-"))
     os.makedirs(workdir, exist_ok=True)

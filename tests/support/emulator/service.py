@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 import jobs as J
 import sites as S
+from variants import Variants
 
 LOG = logging.getLogger("emulator.service")
 
@@ -116,6 +117,8 @@ class Service:
         self.next_job_id = int(config.get("first_job_id", 7001))
         self.next_site_id = int(config.get("first_site_id", 100001))
         self.ticket_seq = 0
+        # Other readings of the service (variants.py); reset() restores the start values.
+        self.variants = Variants(config.get("variants"))
         if state_file and os.path.exists(state_file):
             self._load()
         else:
@@ -213,6 +216,7 @@ class Service:
     def reset(self):
         with self.lock:
             self.epoch += 1
+            self.variants.reset()
             shutil.rmtree(os.path.join(self.workdir, "sites"), ignore_errors=True)
             self._seed()
             self.provisioning = J.normalize_config(self.config.get("provisioning"))
@@ -412,6 +416,8 @@ class Service:
                 settings = S.validate_create(params)
             except S.FieldError as exc:
                 raise ApiError(400, str(exc)) from None
+            if self.variants["create_allow_meta"] == "dropped":
+                settings["allow"] = None  # a service that ignores meta[allow_site_migration]
             if self._domain_taken(settings["domain"]):
                 raise ApiError(DOMAIN_USED_STATUS, S.domain_used_message(settings["domain"]))
             site_id = max(self.next_site_id, (self.site_ids[-1] + 1) if self.site_ids else 0)
@@ -423,8 +429,14 @@ class Service:
 
     def site_list(self, client, keys, params):
         """get-sites: the client's sites by ascending ID, after ``after``, at most ``limit``."""
-        limit = _string(params, "limit")
-        after = _string(params, "after")
+        paging = self.variants["paging"]
+        if paging == "refuse" and ("limit" in params or "after" in params):
+            raise ApiError(400, "Unknown parameter: limit/after are not supported")
+        limit = _string(params, "limit") if paging == "honour" else None
+        after = _string(params, "after") if paging == "honour" else None
+        allow_key = self.variants["list_allow_key"]
+        if allow_key == "refused" and "allow_site_migration" in keys:
+            raise ApiError(400, "Invalid meta key: allow_site_migration")
         if limit is not None and (not limit.isdigit() or int(limit) < 1):
             raise ApiError(400, "limit must be a positive integer")
         if after is not None and not after.isdigit():
@@ -442,7 +454,8 @@ class Service:
                 site = self.sites[site_id]
                 if site["client"] != client:
                     continue
-                items.append(S.list_item(site, keys))
+                items.append(S.list_item(site, [k for k in keys if not (
+                    allow_key == "dropped" and k == "allow_site_migration")]))
                 if limit is not None and len(items) >= limit:
                     break
             return 200, "OK", items
@@ -527,19 +540,27 @@ class Service:
         with self.lock:
             self._advance_jobs()
             if batch:
-                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), J.public_job)
+                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), self._public_job)
             if job_id is None:
                 newest = sorted((j for j in self.jobs if self.jobs[j]["client"] == self.client))[-RECENT_JOBS:]
-                return 200, "OK", self._job_map([str(j) for j in newest], J.public_job)
-            return 200, "OK", J.public_job(self._job(job_id), time.time())
+                return 200, "OK", self._job_map([str(j) for j in newest], self._public_job)
+            return 200, "OK", self._public_job(self._job(job_id), time.time())
 
     def job_completion(self, job_id=None, params=None, batch=False):
         """GET job-completion/{id}: the bare status string; POST with jobs[]: a map id -> string."""
         with self.lock:
             self._advance_jobs()
             if batch:
-                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), J.status_of)
-            return 200, "OK", J.status_of(self._job(job_id), time.time())
+                return 200, "OK", self._job_map(self._job_ids(params or {}, job_id), self._job_word)
+            return 200, "OK", self._job_word(self._job(job_id), time.time())
+
+    def _public_job(self, job, now):
+        view = J.public_job(job, now)
+        view["_status"] = self.variants.job_word(view["_status"])
+        return view
+
+    def _job_word(self, job, now):
+        return self.variants.job_word(J.status_of(job, now))
 
     # ----------------------------------------------------------------- test hooks
     def hook_site_view(self, site):

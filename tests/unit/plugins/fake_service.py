@@ -121,6 +121,12 @@ class FakeService(object):
         self.site_ids = {}                     # domain -> site ID of the sites create-site made
         self.jobs = {}
         self.job_steps = ["queued", "running", "success"]   # a job's _status, one per poll, the last repeated
+        # Other readings of the service (the emulator's variants.py): get-sites paging honoured, ignored or
+        # refused; its allow_site_migration column listed, refused or dropped; create keeping the flag or not.
+        self.paging = "honour"
+        self.list_key = "listed"
+        self.create_keeps_flag = True
+        self.used_domains = set()              # domains of sites of another client (check_domain: used)
 
     def adapter(self):
         return FakeTransport(self)
@@ -266,7 +272,8 @@ class FakeService(object):
             return 400, []
         site_id = 9000 + len(self.site_ids) + 1
         self.site_ids[domain] = site_id
-        self.sites[domain] = "true" if params.get("meta[allow_site_migration]") == "true" else None
+        flag = params.get("meta[allow_site_migration]") == "true" and self.create_keeps_flag
+        self.sites[domain] = "true" if flag else None
         self.sites[str(site_id)] = self.sites[domain]
         return 200, {"job_id": self._job(site_id), "atomic_site_id": site_id, "domain_name": domain}
 
@@ -293,14 +300,33 @@ class FakeService(object):
         return 200, dict((str(i), {"id": j["id"], "_status": j["steps"][-1], "data": j["data"]})
                          for i, j in self.jobs.items())
 
-    def _site_list(self, params, client, key):
+    def _site_list(self, params, client, key=None):
         if client != "acme":
             return 403, []
+        if self.paging == "refuse" and ("limit" in params or "after" in params):
+            return 400, []
+        if key is not None and self.list_key == "refused":
+            return 400, []
         ids = sorted(int(s) for s in self.sites if s.isdigit())
         after, limit = int(params.get("after") or 0), int(params.get("limit") or 1000)
+        if self.paging == "ignore":
+            after, limit = 0, len(ids)
         page = [i for i in ids if i > after][:limit]
-        return 200, [{"atomic_site_id": str(i), "domain_name": "%d.example" % i, "created": "2026-01-01",
-                      key: self.sites[str(i)], "db_pass": SITE_DB_PASS} for i in page]
+        domains = dict((str(i), d) for d, i in self.site_ids.items())
+        entries = [{"atomic_site_id": str(i), "domain_name": domains.get(str(i), "%d.example" % i),
+                    "created": "2026-01-01", "db_pass": SITE_DB_PASS} for i in page]
+        if key is not None and self.list_key == "listed":
+            for entry in entries:
+                entry[key] = self.sites[entry["atomic_site_id"]]
+        return 200, entries
+
+    def _site_list_plain(self, params, client):
+        return self._site_list(params, client)
+
+    def _site_check_domain(self, params, client, domain):
+        if domain in self.used_domains or domain in self.sites:
+            return 400, []
+        return 200, {"allowed": True}
 
     def _site_meta_get(self, params, site, key):
         if site not in self.sites:

@@ -536,6 +536,19 @@ def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
     assert ADMIN_PASS not in json.dumps(fleet) and ADMIN_PASS not in json.dumps(ended)
 
 
+def test_a_created_site_without_the_flag_goes_through_the_allow_step():
+    fleet, given = line_up(dict(NEW, site_migration_site="kept.example"), dict(NEW, site_migration_site="lost.example"))
+    done = {"find": _listing()}
+    done["new"] = results(dict(_site_created("kept.example", 501), allow_site_migration=True),
+                          dict(_site_created("lost.example", 502), allow_site_migration=False))
+    done["check"] = results({"site": "kept.example"}, {"site": "lost.example"})
+    assert sm.step(fleet, "allow", done)["sites"] == ["lost.example"]   # read back without the flag: allowed first
+    done["allow"] = results({"site": "lost.example"})
+    assert sm.step(fleet, "create", done, given)["count"] == 2
+    ended = sm.advance(fleet, done)
+    assert [(e["destination"], e["stage"]) for e in ended] == [("created", "create"), ("created", "create")]
+
+
 def test_a_site_the_listing_missed_but_that_exists_takes_the_usual_path():
     fleet, given = line_up(dict(NEW, site_migration_site="alias.example"))
     done = {"find": _listing(), "new": results(_site_created("alias.example", 300, operation="none"))}
@@ -567,6 +580,11 @@ def test_a_failed_listing_or_create_stops_its_sites_in_role_words():
     failed = sm.advance(fleet, {"find": {"failed": True, "msg": "client demo is not the client of this API key"}})
     assert [e["result"] for e in failed] == ["error", "error"]
     assert "listing the sites of site_migration_client demo failed" in failed[0]["message"]
+    refusal = "The service refused the API key for client demo (HTTP 401). Check api_key (WPCLOUD_API_KEY)."
+    refused = sm.advance(line_up(dict(NEW, site_migration_site="a.example"))[0],
+                         {"find": {"failed": True, "failure": {"status": 401}, "msg": refusal}})
+    assert refused[0]["message"] == ("site a.example: The service refused the API key for client demo (HTTP 401). Check "
+                                     "wpcloud_api_key (WPCLOUD_API_KEY). (listing the sites of site_migration_client demo)")
     done = {"find": _listing(), "new": results(
         {"domain": "a.example", "failed": True, "msg": "admin_email must be an e-mail address like admin@example.com."},
         _site_created("b.example", 501))}

@@ -48,7 +48,8 @@ def test_a_create_needs_host_and_user_and_a_site_that_allows_it(fake_api, run_lo
     assert isinstance(missing, ModuleFailure) and missing.msg == "remote_user is required to create a migration for site 1002."
     refused, warnings = run_logic(migration, dict(SOURCE, site="1003"))
     assert isinstance(refused, ModuleFailure) and "HTTP 403" in refused.msg
-    assert refused.msg.startswith("Creating a migration for site 1003: ")
+    # A 403 leads with the key (issue 23); what was refused follows.
+    assert refused.msg.startswith("The service refused the API key") and "(Creating a migration for site 1003)" in refused.msg
     assert refused.details["failure"]["effect"] == "none"
 
 

@@ -102,14 +102,72 @@ def test_a_new_site_needs_its_admin(fake_api, run_logic):
     assert fake_api.writes == []
 
 
-def test_a_domain_of_another_client_is_refused_before_any_write(fake_api, run_logic):
+def test_a_403_for_the_domain_blames_the_key_unless_the_domain_is_proven_taken(fake_api, run_logic):
     fake_api.fault("site.get", status=403)
     result, warnings = run_logic(site, NEW)
-    assert isinstance(result, ModuleFailure) and "belongs to a site of another client" in result.msg
-    assert fake_api.writes == []
+    assert isinstance(result, ModuleFailure)
+    assert result.msg.startswith("The service refused the API key for site shop.example (HTTP 403")
+    assert "choose another domain" not in result.msg.lower() and fake_api.writes == []
+    # Proven: the key lists the client's sites without it, and the service says the domain is used.
+    fake_api.used_domains.add("shop.example")
+    fake_api.fault("site.get", status=403)
+    result, warnings = run_logic(site, NEW)
+    assert isinstance(result, ModuleFailure) and result.msg.startswith("domain shop.example is used by a site")
+    assert "Choose another domain" in result.msg and fake_api.writes == []
+    assert fake_api.operations()[-3:] == ["site.get", "site.list", "site.check_domain"]
+
+
+def test_a_refused_listing_proves_nothing_about_the_domain(fake_api, run_logic):
+    fake_api.used_domains.add("shop.example")
+    fake_api.fault("site.get", status=403)
+    fake_api.fault("site.list", status=403)
+    result, warnings = run_logic(site, NEW)
+    assert isinstance(result, ModuleFailure) and result.msg.startswith("The service refused the API key")
+    assert "Choose another domain" not in result.msg
 
 
 def test_a_failed_job_fails_the_task(fake_api, run_logic, fake_time):
     fake_api.job_steps = ["running", "failure"]
     result, warnings = run_logic(site, NEW)
     assert isinstance(result, ModuleFailure) and "failed" in result.msg and result.details["job"]["status"] == "failure"
+
+
+# -- job words and the created site's flag (issue 23) -------------------------------------------------------
+
+@pytest.mark.parametrize("steps, outcome", [
+    (["queued", "done"], "success"), (["running", "Completed"], "success"), (["OK"], "success"),
+    (["running", "failed"], "failure"), (["ERROR"], "failure"), (["queued", "failure"], "failure")])
+def test_every_known_job_word_ends_the_wait_at_once(fake_api, run_logic, fake_time, steps, outcome):
+    fake_api.job_steps = steps
+    result, warnings = run_logic(site, dict(NEW, wait_timeout=600))
+    job = result["job"] if outcome == "success" else result.details["job"]
+    assert job["outcome"] == outcome and job["status"] == steps[-1] and job["polls"] == len(steps)
+    assert job["elapsed"] < 60
+    if outcome == "failure":
+        assert isinstance(result, ModuleFailure) and "(status %s)" % steps[-1] in result.msg
+
+
+def test_an_unknown_job_word_keeps_polling_and_is_named(fake_api, run_logic, fake_time):
+    fake_api.job_steps = ["queued", "finishing-up"]
+    lines = []
+    result, warnings = run_logic(site, dict(NEW, wait_timeout=20, progress_interval=5), progress=lines.append)
+    assert isinstance(result, ModuleFailure) and result.details["timed_out"]
+    assert "still finishing-up (a status this collection does not know" in result.msg
+    assert result.details["job"]["polls"] > 5 and result.details["job"]["outcome"] is None
+    assert any("finishing-up (a status this collection does not know; still polling)" in line for line in lines)
+
+
+def test_a_created_site_is_checked_to_hold_the_flag(fake_api, run_logic, fake_time):
+    result, warnings = run_logic(site, NEW)
+    assert result["allow_site_migration"] is True and not warnings
+    assert fake_api.operations()[-1] == "site_meta.get"
+    fake_api.create_keeps_flag = False
+    result, warnings = run_logic(site, dict(NEW, domain="second.example"))
+    assert result["allow_site_migration"] is False and result["changed"]
+    assert "did not keep its allow_site_migration" in warnings[0] and "site_allow_migration" in warnings[0]
+
+
+def test_no_flag_check_without_a_wait_or_the_flag(fake_api, run_logic, fake_time):
+    run_logic(site, dict(NEW, wait=False))
+    run_logic(site, dict(NEW, domain="plain.example", allow_site_migration=False))
+    assert "site_meta.get" not in fake_api.operations()
