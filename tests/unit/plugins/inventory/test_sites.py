@@ -104,10 +104,9 @@ def test_each_site_is_a_host_named_by_its_domain_in_the_account_group(fake_api, 
     assert sorted(inventory.hosts) == ["1001.example", "1002.example", "1003.example"]
     assert sorted(h.name for h in inventory.groups["wpcloud_account_sites"].get_hosts()) == sorted(inventory.hosts)
     found = host_vars(inventory)
-    assert [(v["wpcloud_site_id"], v["wpcloud_domain"], v["wpcloud_allow_site_migration"], v["wpcloud_migration_id"])
-            for _, v in sorted(found.items())] == [(1001, "1001.example", True, None),
-                                                  (1002, "1002.example", False, None),
-                                                  (1003, "1003.example", True, 5001)]
+    fields = ("wpcloud_site_id", "wpcloud_domain", "wpcloud_allow_site_migration", "wpcloud_migration_id")
+    assert [tuple(found[name][field] for field in fields) for name in sorted(found)] == [
+        (1001, "1001.example", True, None), (1002, "1002.example", False, None), (1003, "1003.example", True, 5001)]
     assert found["1001.example"]["wpcloud_created"] == "2026-01-01"
 
 
