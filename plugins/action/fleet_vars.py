@@ -5,8 +5,8 @@
 
 """Action plugin of wpcloud.hosting.fleet_vars: every host's variables in one task.
 
-A task that runs for each host costs the controller a worker process per host (about 10 ms of the
-main process and 20 CPU-ms per host at 1,000 hosts); ``hostvars`` does not show role defaults, role
+A task that runs for each host costs the controller a worker process per host (docs/performance.md,
+"What a task costs the controller"); ``hostvars`` does not show role defaults, role
 parameters nor play or block vars. This plugin asks Ansible's variable manager for each host's
 variables exactly as that host's own run of this task would get them (the same call the strategy
 makes), and templates the names asked for: one worker for the whole play.

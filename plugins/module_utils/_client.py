@@ -72,8 +72,8 @@ WRITE = "write"
 # that the server closed (its keep-alive timeout) and that fails while a write is being sent would
 # leave the write's effect unknown (resolved by a read: _uncertain.write_once), so writes never ride a
 # connection older than this. The service's timeout is unknown; common servers keep idle
-# connections 5 s (Apache) to 75 s (nginx). A fresh TLS connection per write cost 2.6 s of wall and
-# 3.0 s of client CPU per 1,000 writes here, a young kept-alive one 1.0 s and 1.0 s.
+# connections 5 s (Apache) to 75 s (nginx). A young kept-alive connection also costs a write much less
+# than a fresh TLS one (docs/performance.md, "What a task costs the controller").
 WRITE_SESSION_MAX_AGE = 2.0
 
 # One table for every call. The migration operations are documented as GET "still being tested";

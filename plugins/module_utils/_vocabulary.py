@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The service's vocabulary: every name and rule of the WP Cloud partner API that the collection relies on,
-defined once and imported wherever it is used (tests/unit/plugins/module_utils/test_vocabulary.py checks it).
+defined once and imported wherever it is used (tests/unit/plugins/test_vocabulary.py checks it; it imports
+the filter too, so it runs with the controller's tests, not in tests/unit/plugins/module_utils/).
 
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 

@@ -16,8 +16,8 @@ description:
     block and task vars, inventory and C(host_vars), facts and C(set_fact), extra vars), with Ansible's own
     precedence, templated in that host's context.
   - Runs once (C(run_once)), in one worker on the controller. A task that runs for each host costs the
-    controller a worker process per host (about 10 ms of the main process and 20 CPU-ms per host at 1,000
-    hosts); C(hostvars) shows neither role defaults nor play vars. The C(wpcloud.hosting.site_migration)
+    controller a worker process per host, run or skipped (the collection's docs/performance.md has the
+    figures); C(hostvars) shows neither role defaults nor play vars. The C(wpcloud.hosting.site_migration)
     role reads its sites' inputs with it.
   - The values may be credentials; give the task C(no_log) when they are.
 author:

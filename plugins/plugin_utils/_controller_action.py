@@ -7,12 +7,17 @@
 
 Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
 
-Why: starting a module process costs about 0.34 CPU-seconds per task on the controller, and partners
-run these tasks for whole fleets. The module's logic is plain code in module_utils, so the action
-plugin validates the task arguments against the module's own argument spec (same object: defaults,
-choices, mutual exclusions, env fallbacks), runs the logic here, and masks no_log values in the result
-with the collection's one masking function, as the classic module path does (module_utils/_masking.py).
-``wpcloud_hosting_execution: module`` runs the classic module.
+Why: starting a module process costs controller CPU for every task (docs/performance.md, "What a task
+costs the controller"), and partners run these tasks for whole fleets. The module's logic is plain code
+in module_utils, so the action plugin validates the task arguments against the module's own argument
+spec (same object: defaults, choices, mutual exclusions, env fallbacks), runs the logic here, and masks
+no_log values in the result with the collection's one masking function, as the classic module path does
+(module_utils/_masking.py). ``wpcloud_hosting_execution: module`` runs the classic module.
+
+The no_log values come from ``_masking.no_log_values`` on the validated parameters, not from the
+validation result: ansible-core (2.16 to 2.21) keeps them only in ``ValidationResult._no_log_values``
+and ``parameters._list_no_log_values``, both private; its public API (``ArgumentSpecValidator``,
+``ValidationResult.validated_parameters``, ``remove_values``, ``set_fallbacks``) has no list of them.
 
 Progress of long waits goes through Ansible's Display: in the worker process that runs this plugin it is
 proxied to the main process, which prints it at once (terminal, a pipe, ansible-runner's stdout, where it
@@ -32,6 +37,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import no_log_values as spec_no_log_values
 
 display = Display()
 
@@ -69,8 +75,10 @@ class ControllerOnlyAction(_ControllerAction):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ControllerOnlyAction, self).run(tmp, task_vars)
-        validation = ArgumentSpecValidator(**self._module_file().MODULE_SPEC).validate(dict(self._task.args))
-        no_log_values = set(validation._no_log_values)
+        spec = self._module_file().MODULE_SPEC
+        validation = ArgumentSpecValidator(**spec).validate(dict(self._task.args))
+        # Defaults and env fallbacks included: the validated parameters hold them.
+        no_log_values = spec_no_log_values(spec["argument_spec"], validation.validated_parameters)
         if validation.error_messages:
             result.update(failed=True, msg=remove_values("; ".join(validation.error_messages), no_log_values))
             return result

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""HTTPS emulator of the hosting platform API (contract: docs/design.md, "Emulator contract").
+"""HTTPS emulator of the hosting platform API (contract: tests/support/emulator/README.md, "Contract").
 
     python tests/support/emulator/server.py [--port 0] [--workdir DIR] [--state-file FILE] [--config FILE]
                                     [--executor scripted|ssh] [--api-key K] [--accept-delay S]

@@ -1,4 +1,4 @@
-"""The emulator against docs/design.md's "Emulator contract": real HTTPS, real processes, no mocks."""
+"""The emulator against its README's "Contract" (tests/support/emulator/README.md): real HTTPS, real processes, no mocks."""
 
 import errno
 import http.client

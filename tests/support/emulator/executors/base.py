@@ -1,4 +1,4 @@
-"""The executor interface of the emulator (docs/design.md, "Emulator executors").
+"""The executor interface of the emulator (tests/support/emulator/README.md, "Executors").
 
 The server calls these methods in a worker thread per operation, so they may block for as long as
 the operation takes; the HTTP side keeps answering meanwhile.

@@ -1,7 +1,7 @@
 """Ticket message texts shared by the executors (one place, so scripted and SSH runs read alike).
 
 Clients tell the preflight failure causes apart from these lines (spec 4.5 step 4), so the texts are
-part of the emulator contract (docs/design.md): ``Permission denied (publickey,password).``,
+part of the emulator contract (tests/support/emulator/README.md): ``Permission denied (publickey,password).``,
 ``Could not locate a WordPress installation (wp-config.php) in: ...``, ``wp: command not found``,
 ``rsync: command not found``. They mimic what OpenSSH, bash, WP-CLI and rsync print. The scripted
 executor currently spells the same texts inline; tests/support/tests/test_ssh_executor.py checks that both

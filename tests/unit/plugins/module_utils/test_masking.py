@@ -19,11 +19,13 @@ from ansible_collections.wpcloud.hosting.plugins.modules import (
     migration_preflight,
     migration_ready,
     response_ticket_wait,
+    site,
     site_allow_migration,
+    webhook_ack,
 )
 
 MODULES = [client_meta, migration, migration_info, migration_preflight, migration_ready, response_ticket_wait,
-           site_allow_migration]
+           site, site_allow_migration]
 
 
 def test_the_placeholder_is_the_one_ansible_shows_inside_a_text():
@@ -81,6 +83,8 @@ ARGS = {
     migration_ready: {"migration_id": 4},
     response_ticket_wait: {"ticket_id": "t.1"},
     site_allow_migration: {"site": "1"},
+    site: {"client": "demo", "sites": [{"domain": "a.example", "admin_pass": "element-admin-pass"}],
+           "admin_pass": "task-admin-pass"},
 }
 
 
@@ -93,3 +97,11 @@ def test_no_log_values_are_the_ones_ansible_core_collects(module, monkeypatch):
     # ansible-core's own list (a private attribute, read here only to prove that ours is the same).
     assert ours == set(validation._no_log_values)
     assert "env-api-key" in ours
+
+
+def test_no_log_values_of_a_controller_only_module_are_the_ones_ansible_core_collects(monkeypatch):
+    # webhook_ack's token from the environment (ControllerOnlyAction masks its results and errors with these).
+    monkeypatch.setenv(webhook_ack.ack.ENV_TOKEN, "env-ack-token")
+    validation = ArgumentSpecValidator(**webhook_ack.MODULE_SPEC).validate({"delivery_id": "d-1"})
+    ours = no_log_values(webhook_ack.MODULE_SPEC["argument_spec"], validation.validated_parameters)
+    assert ours == set(validation._no_log_values) == {"env-ack-token"}

@@ -11,6 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from ansible.module_utils.common.parameters import env_fallback
+
 from ansible_collections.wpcloud.hosting.plugins.action.client_meta import ActionModule as ClientMetaAction
 from ansible_collections.wpcloud.hosting.plugins.action.migration import ActionModule as MigrationAction
 from ansible_collections.wpcloud.hosting.plugins.action.migration_preflight import ActionModule as PreflightAction
@@ -116,3 +118,42 @@ def test_the_classic_module_path_gets_the_same_arguments(fake_api, run, monkeypa
 def test_an_unknown_execution_is_refused(fake_api, run):
     result = run(MigrationAction, {"site": "1002"}, task_vars={"wpcloud_hosting_execution": "remote"})
     assert result["failed"] is True and "wpcloud_hosting_execution must be 'controller' or 'module'" in result["msg"]
+
+
+# -- ControllerOnlyAction (webhook_ack, fleet_vars): the no_log values without Ansible's private API ---------
+
+SECRET_SPEC = {"argument_spec": {
+    "token": {"type": "str", "no_log": True, "choices": ["a", "b"]},
+    "count": {"type": "int", "no_log": True},
+    "nested": {"type": "dict", "options": {"pin": {"type": "int", "no_log": True}}},
+    "from_env": {"type": "str", "no_log": True, "fallback": (env_fallback, ["UNIT_TOKEN"])},
+    "plain": {"type": "str", "default": "shown"},
+}}
+
+
+class SecretOnly(_controller_action.ControllerOnlyAction):
+    MODULE = "unit_secret_only"
+
+    def _module_file(self):
+        return SimpleNamespace(MODULE_SPEC=SECRET_SPEC)
+
+    def run_validated(self, result, params, no_log_values, task_vars):
+        result.update(params=params, no_log_values=sorted(no_log_values))
+        return result
+
+
+def test_a_controller_only_action_refuses_bad_values_without_showing_the_no_log_ones(monkeypatch):
+    # Ansible's messages quote the bad values: a no_log one is masked, in suboptions too.
+    monkeypatch.setenv("UNIT_TOKEN", "env-secret-4")
+    result = action(SecretOnly, {"token": "secret-1", "count": "secret-2", "nested": {"pin": "secret-3"}}).run(
+        task_vars={})
+    assert result["failed"] is True and "value of token must be one of: a, b, got: ********" in result["msg"]
+    assert "we were unable to convert to int" in result["msg"]
+    assert not [s for s in ("secret-1", "secret-2", "secret-3", "env-secret-4") if s in result["msg"]]
+
+
+def test_a_controller_only_action_gets_every_no_log_value_defaults_and_fallbacks_included(monkeypatch):
+    monkeypatch.setenv("UNIT_TOKEN", "env-secret-4")
+    result = action(SecretOnly, {"token": "a", "count": 42, "nested": {"pin": 7}}).run(task_vars={})
+    assert result["no_log_values"] == ["42", "7", "a", "env-secret-4"]
+    assert result["params"]["from_env"] == "env-secret-4" and result["params"]["plain"] == "shown"
