@@ -126,8 +126,14 @@ class Emulator:
     def requests_log(self, since=0):
         return self._hook("GET", "requests?since=%d" % since)["requests"]
 
-    def set_faults(self, rules):
-        return self._hook("POST", "faults", {"rules": list(rules)})["rules"]
+    def set_faults(self, rules, seed=None):
+        """The rules left (with ``remaining``); ``seed`` seeds the probability draws (logged either way)."""
+        body = {"rules": list(rules)}
+        if seed is not None:
+            body["seed"] = seed
+        answer = self._hook("POST", "faults", body)
+        self.fault_seed = answer.get("seed")
+        return answer["rules"]
 
     def reset(self):
         return self._hook("POST", "reset", {})

@@ -43,8 +43,11 @@ def test_a_create_that_did_not_happen_is_sent_again_after_the_read(fake_api, run
     fake_api.fault("migration.create", **fault)
     result, warnings = run_logic(migration, NEW)
     assert result["migration_id"] == 5001 and len(fake_api.migrations) == 1
-    assert [c["operation"] for c in fake_api.log if c["operation"] in ("migration.create", "site_meta.get")] == [
-        "site_meta.get", "migration.create", "site_meta.get", "migration.create"]
+    calls = [c["operation"] for c in fake_api.log if c["operation"] in ("migration.create", "site_meta.get")]
+    # A 500 ended its request: one read decides. A gateway's 502 may still be in the service's hands:
+    # reads until the client's timeout (30 s) and the margin have passed, then the repeat.
+    reads = 1 if fault["status"] == 500 else 8     # after 1, 2, 4, 5, 5, 5, 5, 5 s
+    assert calls == ["site_meta.get", "migration.create"] + ["site_meta.get"] * reads + ["migration.create"]
     assert result["uncertain"][0]["outcome"] == "repeated" and result["uncertain"][0]["sends"] == 2
 
 
@@ -144,3 +147,64 @@ def test_write_once_raises_a_read_failure_as_it_is():
         raise WPCloudAPIError("read failed", status=500)
     with pytest.raises(WPCloudAPIError, match="read failed"):
         _uncertain.write_once("x", send, happened, [], "x", sleep=lambda s: None)
+
+
+class LateService(object):
+    """A write applied ``applied_at`` seconds after it was sent, on the fake clock; its answer lost."""
+
+    def __init__(self, fake_time, applied_at, in_flight=2):
+        self.clock, self.applied_at, self.in_flight = fake_time, applied_at, in_flight
+        self.sent, self.reads = [], []
+
+    def send(self):
+        self.sent.append(self.clock.now)
+        if len(self.sent) == 1:
+            self.clock.now += self.in_flight            # the client waited its timeout
+            error = WPCloudAPIError("no answer", effect="unknown")
+            error.in_flight = self.in_flight
+            raise error
+        return "sent again"
+
+    def happened(self):
+        self.reads.append(self.clock.now)
+        return "it happened" if self.clock.now >= self.sent[0] + self.applied_at else None
+
+
+@pytest.mark.parametrize("applied_at", [2.5, 4.0, 5.9])
+def test_a_write_applied_after_the_settle_is_seen_and_not_repeated(fake_time, applied_at):
+    """Issue 23 item 6: the original arrives after the old 1 s settle but within the client's timeout
+    plus the margin; the reads keep going and see it, and nothing is sent again."""
+    late = LateService(fake_time, applied_at)
+    uncertain = []
+    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "it happened"
+    assert len(late.sent) == 1 and uncertain[0]["outcome"] == "happened"
+    assert late.reads[-1] - late.sent[0] >= applied_at
+
+
+def test_a_write_that_never_arrives_is_repeated_only_after_the_window(fake_time):
+    late = LateService(fake_time, applied_at=999)
+    uncertain = []
+    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "sent again"
+    gave_up = late.sent[0] + late.in_flight
+    window = late.in_flight + _uncertain.IN_FLIGHT_MARGIN
+    assert late.reads[-1] >= gave_up + window and late.sent[1] >= gave_up + window
+    assert all(b - a <= _uncertain.READ_PAUSE_CAP for a, b in zip(late.reads, late.reads[1:]))
+    assert uncertain[0]["outcome"] == "repeated"
+
+
+def test_a_read_that_shows_the_write_ends_the_doubt_at_once(fake_time):
+    late = LateService(fake_time, applied_at=0, in_flight=30)
+    assert _uncertain.write_once("migration.create", late.send, late.happened, [], "x") == "it happened"
+    assert len(late.reads) == 1 and fake_time.naps == [_uncertain.SETTLE_SECONDS]
+
+
+def test_an_answered_500_is_decided_by_one_read(fake_time):
+    sends = []
+
+    def send():
+        sends.append(1)
+        if len(sends) == 1:
+            raise WPCloudAPIError("HTTP 500", status=500, effect="unknown")
+        return "ok"
+    assert _uncertain.write_once("x", send, lambda: None, [], "x") == "ok"
+    assert fake_time.naps == [_uncertain.SETTLE_SECONDS]
