@@ -481,6 +481,28 @@ def test_fault_probability_zero_never_fires(emu):
     assert all(call(emu, "GET", "get-site/1001").status_code == 200 for dummy in range(5))
 
 
+def test_fault_every_k_th_request_is_exact(emu):
+    emu.set_faults([{"endpoint": "site.get", "status": 503, "every": 3, "count": 2}])
+    codes = [call(emu, "GET", "get-site/1001").status_code for dummy in range(9)]
+    assert codes == [200, 200, 503, 200, 200, 503, 200, 200, 200]
+
+
+def test_fault_seed_replays_the_draws_and_is_logged(emu):
+    rules = [{"endpoint": "site.get", "status": 503, "probability": 0.5}]
+    runs = []
+    for dummy in range(2):
+        assert emu.set_faults(rules, seed=1234) == [dict(rules[0], remaining=None)] and emu.fault_seed == 1234
+        runs.append([call(emu, "GET", "get-site/1001").status_code for dummy in range(20)])
+    assert runs[0] == runs[1] and {200, 503} == set(runs[0])
+    emu.set_faults(rules)
+    assert isinstance(emu.fault_seed, int)                      # picked, and said
+    with open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8") as handle:
+        log = handle.read()
+    assert "fault rules set: 1 rules, seed 1234" in log and "seed %d" % emu.fault_seed in log
+    assert requests.post(emu.url + "/_emulator/faults", json={"rules": [], "seed": "x"}, verify=emu.ca_path,
+                         timeout=15).status_code == 400
+
+
 def test_fault_reset_before_has_no_effect(emu):
     emu.set_faults([{"endpoint": "client_meta.add", "reset": "before", "count": 1}])
     with pytest.raises(requests.exceptions.ConnectionError):
