@@ -586,6 +586,42 @@ def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
         assert by_host[host]["run"]["already_running"] is True
 
 
+def test_resume_when_the_run_ends_before_the_run_step_reads_it(run, emu):
+    """Issue 23 item 7, the resume race, made exact: the play that started the run is killed; the
+    resumed play's create step sees the run active, and the run step's read of the migration is held
+    until the run is over (a latency fault on the third migration.get: check, create, run). The
+    ended run is the site's outcome, not a refusal by the partner rule, and no run is started again."""
+    run_seconds = 12
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
+                                  "run": {"outcome": "success", "duration": run_seconds}}})
+    sites = {"late.example": {"site_migration_site": str(_site(emu))}}
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    with open(run.dir / "killed.out", "w") as out:
+        proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir),
+                                start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _writes(emu.requests_log(), "migration.ready"):
+            assert proc.poll() is None, (run.dir / "killed.out").read_text()
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    (migration_id,) = [run.state(v["site_migration_site"])["migration_id"] for v in sites.values()]
+    since = emu.requests_log()[-1]["seq"]
+    emu.set_faults([{"endpoint": "migration.get", "every": 3, "count": 1, "latency": run_seconds + 1}])
+    again = run.play()
+    emu.set_faults([])
+    resumed = emu.requests_log(since)
+    reads = [e for e in resumed if e["endpoint"] == "migration.get"]
+    assert reads[2]["fault"] == "latency=%d" % (run_seconds + 1), reads
+    assert again.returncode == 0, _explain(again)
+    assert _writes(resumed) == []                              # nothing started, created or changed
+    assert emu.api("migration/get/%s" % migration_id)[1]["data"]["state"] == "migration-succeeded"
+    dummy, by_host = run.last_report()
+    assert by_host["late.example"]["result"] == "succeeded", by_host
+    assert by_host["late.example"]["run"]["already_running"] is True
+
+
 def test_ten_sites_in_one_play_wait_together(run, emu):
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 1},
                                   "run": {"outcome": "success", "duration": 4}}})
