@@ -51,7 +51,8 @@ def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SE
     ``send()`` makes the call and returns its outcome; ``happened()`` reads the state and returns the
     same kind of outcome when the write took effect, else None. Reads raise as usual (the client
     retries them). ``uncertain`` (a list) gets one entry per write whose effect was unknown:
-    ``{"write", "what", "errors", "resolved_by": "read", "outcome": happened|repeated, "sends"}``.
+    ``{"write", "what", "errors", "resolved_by": "read", "outcome": happened|repeated|refused|unresolved,
+    "sends"}``.
     Other errors, and an unknown effect after MAX_SENDS sends, are raised.
     """
     entry = None
@@ -62,6 +63,8 @@ def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SE
             outcome = send()
         except WPCloudAPIError as exc:
             if exc.effect != "unknown":
+                if entry is not None:
+                    entry.update(sends=sends, outcome="refused")    # a repeat the service refused
                 raise
             if entry is None:
                 entry = {"write": operation, "what": what, "errors": [], "resolved_by": "read"}

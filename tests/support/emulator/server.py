@@ -640,6 +640,9 @@ def parse_args(argv):
     parser.add_argument("--idle-timeout", type=float,
                         help="seconds an idle keep-alive connection stays open (default %d)" % Handler.timeout)
     parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
+    parser.add_argument("--ready-requires-preflight", type=int, choices=(400, 409), metavar="STATUS",
+                        help="refuse migration ready with STATUS unless the state is preflight-succeeded "
+                             "(the partner rule enforced by the service; default: not enforced)")
     parser.add_argument("--log-file", help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -669,6 +672,8 @@ def main(argv=None):
         print("server.py: %s" % exc, file=sys.stderr)
         return 2
     accept_delay = args.accept_delay if args.accept_delay is not None else float(config.get("accept_delay", 1.0))
+    if args.ready_requires_preflight:
+        config["ready_requires_preflight"] = args.ready_requires_preflight
     if args.idle_timeout is not None:
         Handler.timeout = args.idle_timeout
     service = Service(config, workdir, executor, accept_delay=accept_delay,

@@ -745,6 +745,10 @@ class Service:
         with self.lock:
             mig = self._migration(migration_id)
             self._check_not_running(mig, operation)
+            refuse = self.config.get("ready_requires_preflight")
+            if operation == "ready" and refuse and mig["state"] != "preflight-succeeded":
+                raise ApiError(refuse, "Migration %s cannot start: its preflight has not succeeded since the last "
+                                       "change (state %s); run preflight first" % (mig["id"], mig["state"]))
             self._advance_jobs()
             site = self.sites.get(mig["site_id"])
             if site is None:

@@ -396,6 +396,29 @@ def test_202_envelope_exact(emu, new_site):
     assert response.status_code == 202 and response.json() == {"message": "Accepted", "data": None}
 
 
+def test_ready_before_a_successful_preflight_is_allowed_by_default(emu, new_site):
+    fast(emu)
+    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+    assert poll(emu, start(emu, mid, "ready"))[-1][1]["status"] == "success"
+
+
+@pytest.mark.parametrize("status", [400, 409])
+def test_ready_requires_preflight_switch_enforces_the_partner_rule(tmp_path, status):
+    emu = start_emulator(tmp_path / "partner", extra_args=["--ready-requires-preflight", str(status)])
+    try:
+        fast(emu)
+        site = 98001
+        emu.add_site(site, "partner%d.example" % site, allow_migration=True)
+        mid = create(emu, site, **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+        refused = call(emu, "GET", "migration/ready/%s" % mid)
+        assert refused.status_code == status and "preflight has not succeeded" in refused.json()["message"]
+        poll(emu, start(emu, mid, "preflight"))
+        assert poll(emu, start(emu, mid, "ready"))[-1][1]["status"] == "success"
+        assert call(emu, "GET", "migration/ready/%s" % mid).status_code == status    # after the run: refused
+    finally:
+        emu.stop()
+
+
 def test_each_preflight_and_ready_returns_a_new_ticket(emu, new_site):
     fast(emu, preflight=0.0, run=0.0)
     mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]

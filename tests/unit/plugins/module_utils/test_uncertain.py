@@ -109,6 +109,29 @@ def test_a_run_that_did_not_start_is_started_once_more(fake_api, run_logic, fake
     assert result["uncertain"][0]["outcome"] == "repeated"
 
 
+@pytest.mark.parametrize("refusal", [409, 400])
+def test_a_repeated_start_refused_because_the_first_took_effect_late_is_followed(fake_api, run_logic, fake_time,
+                                                                                 refusal):
+    """The read after the first send showed nothing; the repeat is refused (409: a run is active, 400: a
+    service that enforces the partner rule); a read shows the run the first send started: followed."""
+    mid = fake_api.add_migration(state="preflight-succeeded")
+    fake_api.fault("migration.ready", status=500)
+    fake_api.fault("migration.ready", status=refusal)
+    fake_api.states(mid, "preflight-succeeded", "preflight-succeeded", "migration-running", "migration-succeeded")
+    result, warnings = run_logic(migration_ready, {"migration_id": mid})
+    assert result["already_running"] and result["state"] == "migration-succeeded" and result["ticket_id"] is None
+    assert len(writes(fake_api, "migration.ready")) == 2
+
+
+def test_a_repeated_start_refused_with_nothing_started_fails(fake_api, run_logic, fake_time):
+    mid = fake_api.add_migration(state="preflight-succeeded")
+    fake_api.fault("migration.ready", status=500)
+    fake_api.fault("migration.ready", status=409)
+    result, warnings = run_logic(migration_ready, {"migration_id": mid})
+    assert isinstance(result, ModuleFailure) and "HTTP 409" in result.msg
+    assert result.details["uncertain"][0]["sends"] == 2
+
+
 @pytest.mark.parametrize("fault, sends", [(dict(error="reset", after=True), 1), (dict(status=503), 2)])
 def test_client_meta_value_is_read_back(fake_api, run_logic, fake_time, fault, sends):
     fake_api.fault("client_meta.add", **fault)
