@@ -548,6 +548,41 @@ def test_rerun_refreshes_without_a_second_migration_and_refresh_false_writes_not
     assert {s["result"] for s in by_host.values()} == {"left_alone"}
 
 
+def test_an_update_whose_answer_was_lost_is_resolved_within_the_run(run, emu):
+    """Issue 23 item 7: a re-run changes each site's source domain; the three updates lose their answers
+    (applied then reset, a gateway's 502, reset before the service saw it). Each is read back and sent
+    again only when the read does not show it: one applied update per migration, and the run succeeds."""
+    sites = {"upd%d.example" % i: {"site_migration_site": str(_site(emu)), "site_migration_source_domain": "old.example"}
+             for i in range(3)}
+    source = {"src.example": {"ansible_user": "www"}}
+    site_vars = {"site_migration_source_host": "src.example", "site_migration_install_key": False}
+    run.inventory(emu, sites, source, site_vars=site_vars)
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    for host in sites:
+        sites[host]["site_migration_source_domain"] = "new.example"
+    run.inventory(emu, sites, source, site_vars=site_vars)
+    since = emu.requests_log()[-1]["seq"]
+    emu.set_faults([{"endpoint": "migration.update", "reset": "after", "count": 1},
+                    {"endpoint": "migration.update", "status": 502, "count": 1},
+                    {"endpoint": "migration.update", "reset": "before", "count": 1}])
+    again = run.play(extra=["-e", "wpcloud_timeout=3"])
+    emu.set_faults([])
+    assert again.returncode == 0, _explain(again)
+    log = emu.requests_log(since)
+    assert sorted(e["fault"] for e in log if e["fault"]) == ["reset=after", "reset=before", "status=502"]
+    applied = collections.Counter(e["path"] for e in _writes(log, "migration.update") if e["status"] == 200)
+    assert sorted(applied.values()) == [1, 1, 1], applied               # never applied twice, never lost
+    assert len(_writes(log, "migration.update")) == 5                   # the 502 and the reset-before sent again
+    dummy, by_host = run.last_report()
+    outcomes = sorted(u["outcome"] for s in by_host.values() for u in s["uncertain"] if u["write"] == "migration.update")
+    assert outcomes == ["happened", "repeated", "repeated"], by_host
+    for host, values in sites.items():
+        mid = run.state(values["site_migration_site"])["migration_id"]
+        assert emu.api("migration/get/%s" % mid)[1]["data"]["args"]["remote-domain"] == "new.example"
+        assert by_host[host]["result"] == "succeeded"
+
+
 def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
                                   "run": {"outcome": "success", "duration": 8}}})
