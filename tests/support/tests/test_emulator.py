@@ -703,7 +703,8 @@ def test_200_concurrent_pollers(emu, new_site):
     for thread in threads:
         thread.join()
     assert errors == [] and len(codes) == 600 and set(codes) <= {200, 202}
-    assert time.monotonic() - began < 20
+    # Served side by side: one connection at a time would take 200 x 3 s; 3 s is the floor.
+    assert time.monotonic() - began < 60
 
 
 # --------------------------------------------------------------------------- processes
@@ -762,7 +763,12 @@ def test_restart_ends_interrupted_operations_as_failures(tmp_path):
 STOP_SIGNALS = pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 
 
-def _stopped_cleanly(emu, signum, timeout=1.0):
+# A stop takes well under a second on an idle machine; the tests allow more, so that a loaded machine
+# does not fail them, while a hang (the deadlocks these tests guard against never end) still does.
+STOP_BOUND = 5.0
+
+
+def _stopped_cleanly(emu, signum, timeout=STOP_BOUND):
     """Stop with ``signum`` and no SIGKILL fallback: a hang fails with the server's stacks."""
     try:
         assert emu.stop(timeout=timeout, signum=signum, kill=False) == 0
@@ -775,9 +781,9 @@ def _stopped_cleanly(emu, signum, timeout=1.0):
 
 
 @STOP_SIGNALS
-def test_stop_signal_stops_within_a_second_every_time(tmp_path, signum):
+def test_stop_signal_stops_promptly_every_time(tmp_path, signum):
     """20 starts, each stopped by one signal (every other one by a burst of three, like Ctrl-C
-    pressed again) at a different moment of the main loop; each stop takes under a second."""
+    pressed again) at a different moment of the main loop; each stop ends within STOP_BOUND."""
     timing = random.Random(int(signum))
     for run in range(20):
         emu = start_emulator(tmp_path / ("run%d" % run))
@@ -787,7 +793,7 @@ def test_stop_signal_stops_within_a_second_every_time(tmp_path, signum):
             emu.proc.send_signal(signum)
         began = time.monotonic()
         _stopped_cleanly(emu, signum)
-        assert time.monotonic() - began < 1.0, "run %d" % run
+        assert time.monotonic() - began < STOP_BOUND, "run %d" % run
 
 
 # Widens the window the old handler deadlocked in: every Event.wait that server.py calls itself in
