@@ -43,6 +43,7 @@ READ_PAUSE_CAP = 5.0
 
 HAPPENED = "happened"
 REPEATED = "repeated"
+UNRESOLVED = "unresolved"
 
 
 def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SETTLE_SECONDS):
@@ -73,12 +74,16 @@ def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SE
             entry["sends"] = sends
             # A lost answer may still be applied; a service's own 5xx answer ended its request.
             late = exc.in_flight + IN_FLIGHT_MARGIN if exc.in_flight else 0
-            outcome = read_until_sure(happened, time.monotonic() + late, sleep or time.sleep, settle)
+            try:
+                outcome = read_until_sure(happened, time.monotonic() + late, sleep or time.sleep, settle)
+            except Exception:
+                entry["outcome"] = UNRESOLVED                       # the read failed: still in doubt
+                raise
             if outcome is not None:
                 entry["outcome"] = HAPPENED
                 return outcome
             if sends >= MAX_SENDS:
-                entry["outcome"] = "unresolved"
+                entry["outcome"] = UNRESOLVED
                 raise
             entry["outcome"] = REPEATED
             continue
@@ -89,11 +94,18 @@ def write_once(operation, send, happened, uncertain, what, sleep=None, settle=SE
 
 def read_until_sure(happened, until, sleep, settle=SETTLE_SECONDS):
     """``happened()``'s outcome as soon as a read shows the write; None only from a read made at or
-    after ``until`` (time.monotonic()), when the original can no longer arrive."""
+    after ``until`` (time.monotonic()), when the original can no longer arrive. A read that fails after
+    the client's own retries (connection, 5xx, 429) is read again while there is time left, like a
+    failed poll in a wait; after ``until`` it is raised."""
     pause = settle
     while True:
         sleep(pause)
-        outcome = happened()
+        try:
+            outcome = happened()
+        except WPCloudAPIError as exc:
+            if not exc.retry_safe or time.monotonic() >= until:
+                raise
+            outcome = None
         if outcome is not None:
             return outcome
         left = until - time.monotonic()

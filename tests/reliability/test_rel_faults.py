@@ -35,12 +35,14 @@ from conftest import start_canary_emulator
 FLEET = 100
 MAX_RUNS = 8                # client_meta phases: each runs until it succeeds
 FIRST_SITE = 71001
-CLIENT_TIMEOUT = 2          # wpcloud_timeout: a "latency" fault of TIMEOUT_LATENCY s is a timeout
-TIMEOUT_LATENCY = 2.5
+# wpcloud_timeout: a "latency" fault of TIMEOUT_LATENCY s is a timeout. Far above what the emulator
+# takes to answer on a loaded machine, so that only the injected latencies time out.
+CLIENT_TIMEOUT = 8
+TIMEOUT_LATENCY = 9
 # Applied later than the client gave up plus the old 1 s settle, sooner than the client's timeout plus
-# the margin (_uncertain.IN_FLIGHT_MARGIN): a read after the old settle "proved" such a write had not
-# happened, and the repeat went out while the original was still on its way (issue 23 item 6).
-LATE_LATENCY = 4.0
+# the margin (_uncertain.IN_FLIGHT_MARGIN) after that: a read after the old settle "proved" such a write
+# had not happened, and the repeat went out while the original was still on its way (issue 23 item 6).
+LATE_LATENCY = 12
 
 # Every fault is exact (no draw): each counted rule fires on the first request that reaches it, so each
 # write endpoint gets each kind once, in this order; then every k-th request of any endpoint is faulted

@@ -231,3 +231,28 @@ def test_an_answered_500_is_decided_by_one_read(fake_time):
         return "ok"
     assert _uncertain.write_once("x", send, lambda: None, [], "x") == "ok"
     assert fake_time.naps == [_uncertain.SETTLE_SECONDS]
+
+
+def test_a_failed_read_inside_the_window_is_read_again(fake_time):
+    late = LateService(fake_time, applied_at=3.0)
+    reads = []
+
+    def happened():
+        reads.append(fake_time.now)
+        if len(reads) == 1:
+            raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
+        return late.happened()
+    assert _uncertain.write_once("migration.ready", late.send, happened, [], "x") == "it happened"
+    assert len(late.sent) == 1 and len(reads) >= 2
+
+
+def test_a_read_that_fails_after_the_window_leaves_the_write_unresolved(fake_time):
+    late = LateService(fake_time, applied_at=999)
+    uncertain = []
+
+    def happened():
+        raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
+    with pytest.raises(WPCloudAPIError, match="503"):
+        _uncertain.write_once("migration.ready", late.send, happened, uncertain, "x")
+    assert len(late.sent) == 1 and uncertain[0]["outcome"] == "unresolved"
+    assert fake_time.now >= late.sent[0] + late.in_flight * 2 + _uncertain.IN_FLIGHT_MARGIN
