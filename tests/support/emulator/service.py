@@ -43,6 +43,9 @@ DOMAIN_USED_STATUS = 400
 # Writes refused on a site another operation holds (provisioning, deletion, a running migration):
 # the docs' "423: site locked by another operation".
 LOCKED_STATUS = 423
+# Seconds within which a ticket's progress line reaches the state file (every other change is written
+# before its answer goes out).
+MESSAGE_SAVE_DELAY = 0.5
 RECENT_JOBS = 100  # GET job-status without an ID lists this many of the client's newest jobs
 
 
@@ -104,6 +107,7 @@ class Service:
         self.state_file = state_file
         self.sender = sender
         self.lock = threading.RLock()
+        self._message_save = None   # the pending write of ticket progress lines (_add_message)
         self._jobs_wake = threading.Condition(self.lock)  # the scheduler sleeps on it until a job is due
         self.epoch = 0  # bumped by reset(): workers of an older epoch must not touch new state
         self.extra_202 = {}
@@ -817,6 +821,16 @@ class Service:
             if epoch != self.epoch or tid not in self.tickets:
                 return
             self.tickets[tid]["responses"].append({"timestamp": int(time.time()), "message": text})
+            # A progress line is no answer to anyone: written within MESSAGE_SAVE_DELAY, with the lines
+            # of every ticket of that moment (a write per line held the lock for most of a loaded fleet's run).
+            if self._message_save is None:
+                self._message_save = threading.Timer(MESSAGE_SAVE_DELAY, self._save_messages)
+                self._message_save.daemon = True
+                self._message_save.start()
+
+    def _save_messages(self):
+        with self.lock:
+            self._message_save = None
             self._save()
 
     # ----------------------------------------------------------------- response tickets
