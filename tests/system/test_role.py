@@ -583,25 +583,31 @@ def test_an_update_whose_answer_was_lost_is_resolved_within_the_run(run, emu):
         assert by_host[host]["result"] == "succeeded"
 
 
-def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
-    # The run outlasts the resumed play's way to its create step by far, even on a loaded machine (a run
-    # that has ended by then is another case: test_resume_when_the_run_ends_before_the_run_step_reads_it).
+def _killed_once_the_runs_started(run, emu, sites, run_seconds, then=0.0):
+    """migrate_site for ``sites`` (scripted runs of ``run_seconds``), killed with its whole process group
+    ``then`` seconds after every site's migration.ready reached the emulator."""
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
-                                  "run": {"outcome": "success", "duration": 20}}})
-    sites = {"dest%d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(3)}
+                                  "run": {"outcome": "success", "duration": run_seconds}}})
     run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
                   site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
     with open(run.dir / "killed.out", "w") as out:
         proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir),
                                 start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(_writes(emu.requests_log(), "migration.ready")) < 3:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_writes(emu.requests_log(), "migration.ready")) < len(sites):
             assert proc.poll() is None, (run.dir / "killed.out").read_text()
-            time.sleep(0.2)
-        assert len(_writes(emu.requests_log(), "migration.ready")) == 3
-        time.sleep(1.5)                        # inside the run's wait
+            time.sleep(0.1)
+        assert len(_writes(emu.requests_log(), "migration.ready")) == len(sites)
+        time.sleep(then)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
+    # The run outlasts the resumed play's way to its create step by far, even on a loaded machine (a run
+    # that has ended by then is another case: test_resume_when_the_run_ends_before_the_run_step_reads_it).
+    sites = {"dest%d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(3)}
+    _killed_once_the_runs_started(run, emu, sites, run_seconds=20, then=1.5)      # inside the run's wait
     assert "Run every site's migration and wait for all of them" in (run.dir / "killed.out").read_text()
     running = [emu.api("migration/get/%s" % run.state(v["site_migration_site"])["migration_id"])[1]["data"]["state"]
                for v in sites.values()]
@@ -629,20 +635,8 @@ def test_resume_when_the_run_ends_before_the_run_step_reads_it(run, emu):
     until the run is over (a latency fault on the third migration.get: check, create, run). The
     ended run is the site's outcome, not a refusal by the partner rule, and no run is started again."""
     run_seconds = 12
-    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
-                                  "run": {"outcome": "success", "duration": run_seconds}}})
     sites = {"late.example": {"site_migration_site": str(_site(emu))}}
-    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
-                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
-    with open(run.dir / "killed.out", "w") as out:
-        proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir),
-                                start_new_session=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not _writes(emu.requests_log(), "migration.ready"):
-            assert proc.poll() is None, (run.dir / "killed.out").read_text()
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    _killed_once_the_runs_started(run, emu, sites, run_seconds)
     (migration_id,) = [run.state(v["site_migration_site"])["migration_id"] for v in sites.values()]
     since = emu.requests_log()[-1]["seq"]
     emu.set_faults([{"endpoint": "migration.get", "every": 3, "count": 1, "latency": run_seconds + 1}])
