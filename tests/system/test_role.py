@@ -583,11 +583,16 @@ def test_an_update_whose_answer_was_lost_is_resolved_within_the_run(run, emu):
         assert by_host[host]["result"] == "succeeded"
 
 
-def _killed_once_the_runs_started(run, emu, sites, run_seconds, then=0.0):
-    """migrate_site for ``sites`` (scripted runs of ``run_seconds``), killed with its whole process group
-    ``then`` seconds after every site's migration.ready reached the emulator."""
+def _reads(log, endpoint):
+    return [e for e in log if e["endpoint"] == endpoint]
+
+
+def _killed_once_the_runs_started(run, emu, sites, run_seconds, then=0.0, hold=False):
+    """migrate_site for ``sites`` (scripted runs of ``run_seconds``, ``hold``: until emu.release_runs()),
+    killed with its whole process group ``then`` seconds after every site's migration.ready reached
+    the emulator."""
     emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.3},
-                                  "run": {"outcome": "success", "duration": run_seconds}}})
+                                  "run": {"outcome": "success", "duration": run_seconds, "hold": hold}}})
     run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
                   site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
     with open(run.dir / "killed.out", "w") as out:
@@ -630,21 +635,29 @@ def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
 
 
 def test_resume_when_the_run_ends_before_the_run_step_reads_it(run, emu):
-    """Issue 23 item 7, the resume race, made exact: the play that started the run is killed; the
-    resumed play's create step sees the run active, and the run step's read of the migration is held
-    until the run is over (a latency fault on the third migration.get: check, create, run). The
-    ended run is the site's outcome, not a refusal by the partner rule, and no run is started again."""
-    run_seconds = 12
+    """Issue 23 item 7, the resume race, made exact: the play that started the run is killed; the run is
+    held active until the resumed play's create step has read it, then released, while the run step's
+    read of the migration is held (a delay on the third migration.get: check, create, run). The ended
+    run is the site's outcome, not a refusal by the partner rule, and no run is started again."""
     sites = {"late.example": {"site_migration_site": str(_site(emu))}}
-    _killed_once_the_runs_started(run, emu, sites, run_seconds)
+    _killed_once_the_runs_started(run, emu, sites, run_seconds=0.3, hold=True)
     (migration_id,) = [run.state(v["site_migration_site"])["migration_id"] for v in sites.values()]
     since = emu.requests_log()[-1]["seq"]
-    emu.set_faults([{"endpoint": "migration.get", "every": 3, "count": 1, "latency": run_seconds + 1}])
-    again = run.play()
+    emu.set_faults([{"endpoint": "migration.get", "every": 3, "count": 1, "latency": 5}])
+    with open(run.dir / "resumed.out", "w") as out:
+        proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_reads(emu.requests_log(since), "migration.get")) < 2:
+            assert proc.poll() is None, (run.dir / "resumed.out").read_text()
+            time.sleep(0.05)
+        assert _reads(emu.requests_log(since), "migration.get")[1]["status"] == 200
+        emu.release_runs()                       # the create step saw it running; now it ends
+        proc.wait(timeout=300)
     emu.set_faults([])
     resumed = emu.requests_log(since)
-    reads = [e for e in resumed if e["endpoint"] == "migration.get"]
-    assert reads[2]["fault"] == "latency=%d" % (run_seconds + 1), reads
+    reads = _reads(resumed, "migration.get")
+    assert reads[2]["fault"] == "latency=5", reads
+    again = subprocess.CompletedProcess(proc.args, proc.returncode, (run.dir / "resumed.out").read_text(), "")
     assert again.returncode == 0, _explain(again)
     assert _writes(resumed) == []                              # nothing started, created or changed
     assert emu.api("migration/get/%s" % migration_id)[1]["data"]["state"] == "migration-succeeded"

@@ -138,6 +138,10 @@ class Emulator:
     def reset(self):
         return self._hook("POST", "reset", {})
 
+    def release_runs(self):
+        """End the scripted runs planned with ``"hold": true`` (now and until the next set_executor)."""
+        return self._hook("POST", "executor/release", {})
+
     def add_site(self, id, domain, allow_migration=False, provisioned=False):  # noqa: A002 - hook field name
         return self._hook("POST", "sites", {"id": id, "domain": domain, "allow_migration": allow_migration,
                                             "provisioned": provisioned})

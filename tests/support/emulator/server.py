@@ -515,6 +515,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(200, {"provisioning": srv.service.hook_provisioning()})
             elif name == "executor" and method == "POST":
                 self._send(200, {"executor": self._configure_executor(body)})
+            elif name == "executor/release" and method == "POST":
+                release = getattr(srv.service.executor, "release", None)
+                if release is None:
+                    raise ApiError(400, "this executor holds no runs")
+                release()
+                self._send(200, {"released": True})
             elif name == "executor" and method == "GET":
                 self._send(200, {"executor": getattr(srv.service.executor, "config", None)})
             elif name == "events" and method == "POST":

@@ -419,6 +419,19 @@ def test_ready_requires_preflight_switch_enforces_the_partner_rule(tmp_path, sta
         emu.stop()
 
 
+def test_a_held_run_stays_running_until_released(emu, new_site):
+    emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1, "hold": True}}})
+    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+    tid = start(emu, mid, "ready")
+    time.sleep(1.0)                               # the accept window and the lines are over
+    assert get_migration(emu, mid)["state"] == "migration-running"
+    emu.release_runs()
+    assert poll(emu, tid)[-1][1]["status"] == "success"
+    assert get_migration(emu, mid)["state"] == "migration-succeeded"
+    with pytest.raises(Exception, match="hold"):
+        emu.set_executor({"default": {"preflight": {"hold": True}}})
+
+
 def test_each_preflight_and_ready_returns_a_new_ticket(emu, new_site):
     fast(emu, preflight=0.0, run=0.0)
     mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
