@@ -43,6 +43,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
     MIN_POLL_INTERVAL,
+    RUN_TERMINAL_STATES,
     RUNNING_STATES,
     SECRET_FIELDS,
     SECRET_PARAMS,
@@ -538,9 +539,22 @@ def _next(step, s, r):
     return _waited(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
 
 
+def run_ended_before_its_start(step, s, r):
+    """The resume race: a run that an earlier step of this play saw running (an interrupted play
+    started it) has ended by the time migration_ready reads the migration, and migration_ready refused
+    to start another one; its result carries the ended state."""
+    return step == "run" and bool(s.get("running")) and bool(r.get("failed")) and \
+        not r.get("ticket_id") and r.get("state") in RUN_TERMINAL_STATES
+
+
 def _waited(step, s, r, msg, about):
     """The outcome of a preflight or run: its ticket started and waited for (or a run that was
     already active, followed by its migration's state)."""
+    if run_ended_before_its_start(step, s, r):
+        # Seen running by the create step, ended before migration_ready read it (whose partner rule
+        # then refuses a new run): that run's end is the site's outcome, as if it had been followed.
+        msg = "the run seen running earlier had ended when it was to be followed"
+        r = dict(r, failed=r["state"] != MIGRATION_SUCCEEDED, already_running=True)
     failed = bool(r.get("failed"))
     # Followed by the migration's state instead of a ticket: a run that was already active, or a
     # start whose answer was lost and that a read showed had taken effect.

@@ -129,6 +129,8 @@ def refused_key(status, api_message=None, resource=None, also=None):
 
 RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))
 RETRY_STATUS_WRITE = frozenset((429,))
+# A gateway's answer (bad gateway, gateway timeout): the request may still be in the service's hands.
+GATEWAY_STATUS = frozenset((502, 504))
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
 
@@ -147,6 +149,9 @@ class WPCloudAPIError(Exception):
         # What a result shows as ``failure`` (to_dict).
         self.status, self.operation, self.api_message = status, operation, api_message
         self.retry_safe, self.effect, self.attempts = retry_safe, effect, attempts
+        # For an unknown effect: how long after this error the service may still apply the write (the
+        # client's request timeout: a request can arrive as late as the client waited for its answer).
+        self.in_flight = None
 
     def to_dict(self):
         return {
@@ -478,17 +483,21 @@ class WPCloudClient(object):
                         operation=operation, retry_safe=True,
                         effect="none" if not_sent else "unknown", attempts=attempt)
                 else:
-                    raise WPCloudAPIError(
+                    lost = WPCloudAPIError(
                         "The connection failed after %s was sent (%s); the service may or may not "
                         "have applied it, so it was not repeated. Run the task again: it reads the "
                         "current state first." % (operation, self._describe(exc)),
                         operation=operation, retry_safe=False, effect="unknown", attempts=attempt)
+                    lost.in_flight = self.timeout
+                    raise lost
             else:
                 self.calls.append((operation, resp.status_code))
                 message, data = parse_envelope(resp.status_code, resp.content)
                 if resp.status_code < 300 or resp.status_code in accept_status:
                     return ApiResponse(resp.status_code, message, data)
                 error = self._status_error(operation, kind, resp.status_code, message, data, attempt)
+                if resp.status_code in GATEWAY_STATUS:  # the service behind the gateway may still be at work
+                    error.in_flight = self.timeout
                 if resp.status_code not in retry_status:
                     raise error
                 delay = _retry_after(resp.headers)

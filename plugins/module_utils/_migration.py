@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, validate_host, validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
+from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write, write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
@@ -371,20 +371,56 @@ def _run_one(params, ctx):
     result.update(changed=True, operation="update")
     if ctx.check_mode:
         return result, note
+    uncertain = []
+
+    def send():
+        return client.call("migration.update", params=changes, migration_id=migration_id)
+
+    def happened():
+        try:
+            return update_applied(client, migration_id, changes)
+        except ModuleFailure as failure:
+            failure.details["uncertain"] = uncertain
+            raise
+
     try:
-        client.call("migration.update", params=changes, migration_id=migration_id)
+        write_once("migration.update", send, happened, uncertain, "the update of migration %s" % migration_id)
     except WPCloudAPIError as exc:
         if exc.status == 409:
             raise ModuleFailure("The service refused to update migration %s (HTTP 409: %s). A run is probably "
                                 "active: wait for it or pause it, then run this task again; the update was not "
                                 "retried." % (migration_id, exc.api_message), failure=exc.to_dict(),
-                                migration_id=migration_id)
-        raise api_failure(exc, "Updating migration %s" % migration_id)
+                                migration_id=migration_id, uncertain=uncertain)
+        failure = api_failure(exc, "Updating migration %s" % migration_id)
+        failure.details["uncertain"] = uncertain
+        raise failure
+    if uncertain:
+        result["uncertain"] = uncertain
     if any(k in SECRET_PARAMS for k in changes):
         _record_fingerprint(params, recorded, migration_id, fingerprint)
     record = get_migration(client, migration_id, missing_ok=True) or record
     result.update(public_record(record, migration_id))
     return result, note
+
+
+def update_applied(client, migration_id, changes):
+    """Whether an update whose answer was lost took effect, from a read of the migration: True, or None
+    to send it again. An update is idempotent while the migration is not running, so sending the same
+    fields twice is safe; the read decides only what it can show. Secrets are never returned (and
+    ``auth`` names only the kind), so an update that carries one is sent again; plain fields that all
+    read back as wanted mean it happened. A migration that is running now refuses updates: the task
+    fails and says so (the re-run compares again)."""
+    record = get_migration(client, migration_id, missing_ok=True) or {}
+    state = record_state(record)
+    if state in RUNNING_STATES:
+        raise ModuleFailure("The answer to the update of migration %s was lost and the migration is now running "
+                            "(state %s), so the update cannot be sent again. Run this task again when the run has "
+                            "ended: it compares the fields first." % (migration_id, state),
+                            migration_id=migration_id, state=state)
+    if any(k in SECRET_PARAMS for k in changes):
+        return None
+    shown = record_args(record)
+    return True if all(_same(shown.get(k), v) for k, v in changes.items()) else None
 
 
 def run_info(params, ctx):

@@ -145,16 +145,30 @@ def _check_migration_id(params, ctx, would):
 
 # A start that took effect although its answer was lost: no ticket, the migration's state is followed.
 FOLLOW = object()
+# How the service may refuse a repeated start whose first send took effect after all (409: a run is
+# active; 400: a service that enforces the partner rule itself). Read, then decide.
+REFUSED_REPEAT = (400, 409)
 
 
 def _start(client, operation, migration_id, what, before, started_states, result):
     """Start a preflight or a run; its ticket ID. When the start's answer was lost and a read of the
     migration shows that it took effect, there is no ticket to wait on: None, and ``result`` says to
     follow the migration's state (``already_running``)."""
-    uncertain = []
+    uncertain, sends = [], []
 
     def send():
-        resp = client.call(operation, migration_id=migration_id)
+        # A repeat (a read proved the send before it had not taken effect) that the service refuses, as a
+        # run already active (409) or the partner rule (400, the state is no longer preflight-succeeded):
+        # the earlier send took effect after all when the migration shows it; read again.
+        repeat = bool(sends)
+        sends.append(operation)
+        resp = client.call(operation, accept_status=REFUSED_REPEAT if repeat else (), migration_id=migration_id)
+        if resp.status in REFUSED_REPEAT:
+            if happened() is not None:
+                return FOLLOW
+            message = client.secrets.mask(resp.message)
+            raise WPCloudAPIError("HTTP %d from %s: %s" % (resp.status, operation, message), status=resp.status,
+                                  operation=operation, api_message=message, effect="none")
         ticket_id = _ticket_id_of(resp.data)
         if ticket_id is None:
             raise ModuleFailure("The service started %s for migration %s but returned no response ticket ID."

@@ -10,6 +10,10 @@ persisted state we check:
 * every site converges (its migration ends in migration-succeeded) and holds exactly one migration;
 * exactly one applied migration.create per site and one applied migration.ready per migration (no run
   started twice), at most one applied allow per site;
+* every kind of fault hit every write endpoint (the rules are exact: counted, and every k-th request;
+  no draw, so the outcome does not depend on chance or on the machine's load), and no write whose
+  answer was lost was sent again while the original could still be applied (a create, preflight and
+  ready are each held LATE_LATENCY s, past the client's timeout);
 * no write is repeated after an unknown outcome without a read of that site's or migration's state
   in between, and the role's report lists every uncertain write with its outcome;
 * no ticket is lost: every preflight/ready ticket the service created was waited on to its end,
@@ -31,31 +35,50 @@ from conftest import start_canary_emulator
 FLEET = 100
 MAX_RUNS = 8                # client_meta phases: each runs until it succeeds
 FIRST_SITE = 71001
-FAULT_RATE = 0.20
-CLIENT_TIMEOUT = 2          # wpcloud_timeout: a "latency" fault of TIMEOUT_LATENCY s is a timeout
-TIMEOUT_LATENCY = 2.5
+# wpcloud_timeout: a "latency" fault of TIMEOUT_LATENCY s is a timeout. Far above what the emulator
+# takes to answer on a loaded machine, so that only the injected latencies time out.
+CLIENT_TIMEOUT = 8
+TIMEOUT_LATENCY = 9
+# Applied later than the client gave up plus the old 1 s settle, sooner than the client's timeout plus
+# the margin (_uncertain.IN_FLIGHT_MARGIN) after that: a read after the old settle "proved" such a write
+# had not happened, and the repeat went out while the original was still on its way (issue 23 item 6).
+LATE_LATENCY = 12
 
-
-def _every_endpoint(rate):
-    """20 % of every endpoint's requests faulted, spread over the kinds of the issue: 500, 502, 503,
-    resets before and after the service processed the request, timeouts. The emulator tries the rules
-    in order (the first that fires applies), so each rule's probability is conditional on the ones
-    before it not firing; together they fault ``rate`` of the requests."""
-    kinds = [({"status": 500}, 0.2), ({"status": 502}, 0.2), ({"status": 503}, 0.2),
-             ({"reset": "before"}, 0.15), ({"reset": "after"}, 0.15), ({"latency": TIMEOUT_LATENCY}, 0.1)]
-    rules, left = [], 1.0
-    for kind, share in kinds:
-        rules.append(dict(kind, endpoint="*", probability=round(rate * share / left, 6)))
-        left -= rate * share
-    return rules
-
-
-# The counted rules come first, so that each kind of fault surely hits each write endpoint once; then
-# 20 % of every endpoint's requests, at random.
+# Every fault is exact (no draw): each counted rule fires on the first request that reaches it, so each
+# write endpoint gets each kind once, in this order; then every k-th request of any endpoint is faulted
+# (about 18 % in all; the rules are tried in order, a request takes the first that fires).
 WRITES = ("migration.create", "site.allow_migration", "migration.preflight", "migration.ready")
-FLEET_FAULTS = [dict(kind, endpoint=endpoint, count=1) for endpoint in WRITES
-                for kind in ({"reset": "after"}, {"status": 500}, {"latency": TIMEOUT_LATENCY})] + \
-    _every_endpoint(FAULT_RATE)
+NOT_IDEMPOTENT = ("migration.create", "migration.preflight", "migration.ready")
+KINDS = ({"reset": "before"}, {"reset": "after"}, {"status": 500}, {"status": 502}, {"status": 503},
+         {"latency": TIMEOUT_LATENCY})
+EVERY = [({"status": 500}, 23), ({"status": 502}, 29), ({"status": 503}, 31), ({"reset": "before"}, 37),
+         ({"reset": "after"}, 41), ({"latency": TIMEOUT_LATENCY}, 53)]
+FLEET_FAULTS = [dict(kind, endpoint=endpoint, count=1) for endpoint in WRITES for kind in KINDS] + \
+    [dict(endpoint=endpoint, latency=LATE_LATENCY, count=1) for endpoint in NOT_IDEMPOTENT] + \
+    [dict(kind, endpoint="*", every=every) for kind, every in EVERY]
+
+
+def fault_kind(entry):
+    """reset-before, reset-after, status, latency (a timeout) or None."""
+    fault = entry["fault"] or ""
+    if "reset=" in fault:
+        return "reset-" + fault.split("reset=")[1].split(",")[0]
+    return "latency" if fault.startswith("latency") else ("status" if fault else None)
+
+
+def sent_while_in_flight(log):
+    """Writes sent again while an earlier send of the same write, whose answer the client lost to its
+    timeout, was still on its way to being applied (it arrived at ``time`` and was held ``latency`` s)."""
+    early = []
+    for entry in log:
+        match = re.match(r"latency=([0-9.]+)", entry["fault"] or "")
+        if not entry["write"] or not match or float(match.group(1)) <= CLIENT_TIMEOUT:
+            continue
+        applied = entry["time"] + float(match.group(1))
+        early += [(entry["path"], later["time"] - entry["time"]) for later in log
+                  if later["path"] == entry["path"] and later["write"] and entry["time"] < later["time"] < applied]
+    return early
+
 
 _SITE_PATH = re.compile(r"/api/v1\.0/(?:site-allow-ssh-migration|migration/create|site-meta)/(\d+)")
 _MIG_PATH = re.compile(r"/api/v1\.0/migration/(?:get|update|preflight|ready)/(\d+)")
@@ -139,17 +162,17 @@ def test_fleet_of_100_sites_converges_under_faults(fleet_emu, canaries, rel_dir)
     rs.SUMMARY["fleet_runs"] = len(runs)
     assert run.proc.returncode == 0, "not converged in one run:\n%s" % run.explain()
 
-    # the faults really happened
-    faulted = collections.Counter((e["endpoint"], e["fault"].split(",")[0].split("=")[0]) for e in log if e["fault"])
-    for endpoint in ("migration.create", "site.allow_migration", "migration.preflight", "migration.ready"):
-        assert faulted[(endpoint, "reset")] >= 1 and faulted[(endpoint, "status")] >= 1, faulted
-    for endpoint in sorted(set(e["endpoint"] for e in log if e["endpoint"])):
-        requests = [e for e in log if e["endpoint"] == endpoint]
-        hit = sum(1 for e in requests if e["fault"])
-        if len(requests) >= 200:                    # enough requests for the rate to show
-            assert 0.15 <= hit / len(requests) <= 0.25, (endpoint, hit, len(requests))
-    timeouts = [e for e in log if "latency" in (e["fault"] or "")]
-    assert any(e["write"] for e in timeouts), "no write timed out"
+    # the faults really happened: every kind on every write endpoint, every counted rule used up
+    faulted = collections.Counter((e["endpoint"], fault_kind(e)) for e in log if e["fault"])
+    for endpoint in WRITES:
+        for kind in ("reset-before", "reset-after", "status", "latency"):
+            assert faulted[(endpoint, kind)] >= 1, (endpoint, kind, faulted)
+    assert [r for r in fired if r.get("remaining")] == [], fired
+    late = [e for e in log if e["fault"] == "latency=%s" % LATE_LATENCY]
+    assert sorted(e["endpoint"] for e in late) == sorted(NOT_IDEMPOTENT), late
+    # a write whose answer was lost is not sent again while it can still be applied (issue 23 item 6)
+    early = sent_while_in_flight(log)
+    assert early == [], early
 
     # convergence: one migration per site, finished
     site_ids = set(FIRST_SITE + i for i in range(FLEET))
@@ -204,8 +227,8 @@ def test_fleet_of_100_sites_converges_under_faults(fleet_emu, canaries, rel_dir)
     lost = lost_tickets(state, runs)
     rs.SUMMARY["lost_tickets"] = len(lost)
     assert lost == [], lost[:10]
-    print("fleet: %d runs, %d requests, %d faulted, counted rules left: %s" % (
-        len(runs), len(log), sum(faulted.values()), [r for r in fired if r.get("count")]))
+    print("fleet: %d runs, %d requests, %d faulted (%s)" % (len(runs), len(log), sum(faulted.values()),
+                                                            dict(collections.Counter(k for dummy, k in faulted.elements()))))
 
 
 def lost_tickets(state, runs):
@@ -263,8 +286,8 @@ META_FAULTS = [
     {"endpoint": "client_meta.get", "status": 503, "count": 6},
     {"endpoint": "client_meta.get", "reset": "before", "count": 3},
     {"endpoint": "client_meta.get", "status": 429, "retry_after": 1, "count": 2},
-    {"endpoint": "*", "latency": 0.3, "probability": 0.05},
-    {"endpoint": "*", "reset": "after", "probability": 0.02},
+    {"endpoint": "*", "latency": 0.3, "every": 20},
+    {"endpoint": "*", "reset": "after", "every": 50},
 ]
 
 META_PLAYBOOK = """
@@ -277,6 +300,7 @@ META_PLAYBOOK = """
       ca_path: "{{ rel_ca_path }}"
       retries: 3
       retry_timeout: 30
+      timeout: 5     # a lost answer is in doubt for the timeout plus a margin before it is repeated
   tasks:
     - name: Readable keys
       wpcloud.hosting.client_meta:

@@ -126,8 +126,14 @@ class Emulator:
     def requests_log(self, since=0):
         return self._hook("GET", "requests?since=%d" % since)["requests"]
 
-    def set_faults(self, rules):
-        return self._hook("POST", "faults", {"rules": list(rules)})["rules"]
+    def set_faults(self, rules, seed=None):
+        """The rules left (with ``remaining``); ``seed`` seeds the probability draws (logged either way)."""
+        body = {"rules": list(rules)}
+        if seed is not None:
+            body["seed"] = seed
+        answer = self._hook("POST", "faults", body)
+        self.fault_seed = answer.get("seed")
+        return answer["rules"]
 
     def reset(self):
         return self._hook("POST", "reset", {})
@@ -135,6 +141,10 @@ class Emulator:
     def set_variants(self, **switches):
         """Answer as another reading of the service (variants.py), until the next reset."""
         return self._hook("POST", "variants", switches)["variants"]
+
+    def release_runs(self):
+        """End the scripted runs planned with ``"hold": true`` (now and until the next set_executor)."""
+        return self._hook("POST", "executor/release", {})
 
     def add_site(self, id, domain, allow_migration=False, provisioned=False):  # noqa: A002 - hook field name
         return self._hook("POST", "sites", {"id": id, "domain": domain, "allow_migration": allow_migration,

@@ -119,7 +119,7 @@ def param_names(pairs):
 
 # --------------------------------------------------------------------------- fault injection
 class FaultRule:
-    FIELDS = {"endpoint", "status", "retry_after", "latency", "reset", "extra_202", "count", "probability"}
+    FIELDS = {"endpoint", "status", "retry_after", "latency", "reset", "extra_202", "count", "probability", "every"}
 
     def __init__(self, spec):
         if not isinstance(spec, dict):
@@ -140,6 +140,9 @@ class FaultRule:
         self.count = self._number(spec, "count", int, 0, None)
         self.probability = self._number(spec, "probability", (int, float), 0, 1)
         self.probability = 1.0 if self.probability is None else float(self.probability)
+        # every: fires on the k-th, 2k-th, ... request that reaches this rule (exact, no draw)
+        self.every = self._number(spec, "every", int, 1, None) or 1
+        self.seen = 0
         if not (self.status or self.latency or self.reset or self.extra_202):
             raise ValueError("a rule needs at least one of status, latency, reset, extra_202")
         self.tickets = set()  # extra_202 is granted once per ticket
@@ -169,14 +172,26 @@ class FaultRule:
 
 
 class Faults:
+    """The fault rules. Draws for ``probability`` come from one random.Random per rule set, seeded
+    with the set's ``seed`` (a new one is picked and logged when none is given), so a run can be
+    replayed; ``every`` and ``count`` are exact."""
+
     def __init__(self):
         self.lock = threading.Lock()
         self.rules = []
+        self.seed = None
+        self.rng = random.Random()
 
-    def set(self, specs):
+    def set(self, specs, seed=None):
         rules = [FaultRule(spec) for spec in specs]
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError("seed must be an integer")
+        if seed is None:
+            seed = random.SystemRandom().randrange(2 ** 31)
         with self.lock:
-            self.rules = rules
+            self.rules, self.seed, self.rng = rules, seed, random.Random(seed)
+        if rules:
+            LOG.info("fault rules set: %d rules, seed %d", len(rules), seed)
 
     def view(self):
         with self.lock:
@@ -191,7 +206,10 @@ class Faults:
                 if rule.extra_202:
                     if endpoint not in TICKET_ENDPOINTS or ticket_id is None or ticket_id in rule.tickets:
                         continue
-                if rule.probability < 1.0 and random.random() >= rule.probability:
+                rule.seen += 1
+                if rule.seen % rule.every:
+                    continue
+                if rule.probability < 1.0 and self.rng.random() >= rule.probability:
                     continue
                 if rule.count is not None:
                     rule.count -= 1
@@ -475,12 +493,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not isinstance(rules, list):
                     raise ApiError(400, "faults take {\"rules\": [...]}")
                 try:
-                    srv.faults.set(rules)
+                    srv.faults.set(rules, body.get("seed"))
                 except ValueError as exc:
                     raise ApiError(400, "invalid fault rule: %s" % exc) from None
-                self._send(200, {"rules": srv.faults.view()})
+                self._send(200, {"rules": srv.faults.view(), "seed": srv.faults.seed})
             elif name == "faults" and method == "GET":
-                self._send(200, {"rules": srv.faults.view()})
+                self._send(200, {"rules": srv.faults.view(), "seed": srv.faults.seed})
             elif name == "reset" and method == "POST":
                 srv.faults.set([])
                 srv.requests.clear()
@@ -500,6 +518,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._send(200, {"provisioning": srv.service.hook_provisioning()})
             elif name == "executor" and method == "POST":
                 self._send(200, {"executor": self._configure_executor(body)})
+            elif name == "executor/release" and method == "POST":
+                release = getattr(srv.service.executor, "release", None)
+                if release is None:
+                    raise ApiError(400, "this executor holds no runs")
+                release()
+                self._send(200, {"released": True})
             elif name == "executor" and method == "GET":
                 self._send(200, {"executor": getattr(srv.service.executor, "config", None)})
             elif name == "events" and method == "POST":
@@ -636,6 +660,9 @@ def parse_args(argv):
     parser.add_argument("--webhook-ca", help="CA bundle the webhook sender trusts")
     parser.add_argument("--webhook-event-names", default="as-listed", choices=("as-listed", "hyphens"),
                         help="hyphens: send site-provisioned for site_provisioned (default: as spec 6.2 lists them)")
+    parser.add_argument("--ready-requires-preflight", type=int, choices=(400, 409), metavar="STATUS",
+                        help="refuse migration ready with STATUS unless the state is preflight-succeeded "
+                             "(the partner rule enforced by the service; default: not enforced)")
     parser.add_argument("--log-file", help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -671,6 +698,8 @@ def main(argv=None):
         print("server.py: %s" % exc, file=sys.stderr)
         return 2
     accept_delay = args.accept_delay if args.accept_delay is not None else float(config.get("accept_delay", 1.0))
+    if args.ready_requires_preflight:
+        config["ready_requires_preflight"] = args.ready_requires_preflight
     if args.idle_timeout is not None:
         Handler.timeout = args.idle_timeout
     service = Service(config, workdir, executor, accept_delay=accept_delay,

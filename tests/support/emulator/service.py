@@ -44,6 +44,9 @@ DOMAIN_USED_STATUS = 400
 # Writes refused on a site another operation holds (provisioning, deletion, a running migration):
 # the docs' "423: site locked by another operation".
 LOCKED_STATUS = 423
+# Seconds within which a ticket's progress line reaches the state file (every other change is written
+# before its answer goes out).
+MESSAGE_SAVE_DELAY = 0.5
 RECENT_JOBS = 100  # GET job-status without an ID lists this many of the client's newest jobs
 
 
@@ -105,6 +108,7 @@ class Service:
         self.state_file = state_file
         self.sender = sender
         self.lock = threading.RLock()
+        self._message_save = None   # the pending write of ticket progress lines (_add_message)
         self._jobs_wake = threading.Condition(self.lock)  # the scheduler sleeps on it until a job is due
         self.epoch = 0  # bumped by reset(): workers of an older epoch must not touch new state
         self.extra_202 = {}
@@ -766,6 +770,10 @@ class Service:
         with self.lock:
             mig = self._migration(migration_id)
             self._check_not_running(mig, operation)
+            refuse = self.config.get("ready_requires_preflight")
+            if operation == "ready" and refuse and mig["state"] != "preflight-succeeded":
+                raise ApiError(refuse, "Migration %s cannot start: its preflight has not succeeded since the last "
+                                       "change (state %s); run preflight first" % (mig["id"], mig["state"]))
             self._advance_jobs()
             site = self.sites.get(mig["site_id"])
             if site is None:
@@ -834,6 +842,16 @@ class Service:
             if epoch != self.epoch or tid not in self.tickets:
                 return
             self.tickets[tid]["responses"].append({"timestamp": int(time.time()), "message": text})
+            # A progress line is no answer to anyone: written within MESSAGE_SAVE_DELAY, with the lines
+            # of every ticket of that moment (a write per line held the lock for most of a loaded fleet's run).
+            if self._message_save is None:
+                self._message_save = threading.Timer(MESSAGE_SAVE_DELAY, self._save_messages)
+                self._message_save.daemon = True
+                self._message_save.start()
+
+    def _save_messages(self):
+        with self.lock:
+            self._message_save = None
             self._save()
 
     # ----------------------------------------------------------------- response tickets

@@ -396,6 +396,42 @@ def test_202_envelope_exact(emu, new_site):
     assert response.status_code == 202 and response.json() == {"message": "Accepted", "data": None}
 
 
+def test_ready_before_a_successful_preflight_is_allowed_by_default(emu, new_site):
+    fast(emu)
+    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+    assert poll(emu, start(emu, mid, "ready"))[-1][1]["status"] == "success"
+
+
+@pytest.mark.parametrize("status", [400, 409])
+def test_ready_requires_preflight_switch_enforces_the_partner_rule(tmp_path, status):
+    emu = start_emulator(tmp_path / "partner", extra_args=["--ready-requires-preflight", str(status)])
+    try:
+        fast(emu)
+        site = 98001
+        emu.add_site(site, "partner%d.example" % site, allow_migration=True)
+        mid = create(emu, site, **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+        refused = call(emu, "GET", "migration/ready/%s" % mid)
+        assert refused.status_code == status and "preflight has not succeeded" in refused.json()["message"]
+        poll(emu, start(emu, mid, "preflight"))
+        assert poll(emu, start(emu, mid, "ready"))[-1][1]["status"] == "success"
+        assert call(emu, "GET", "migration/ready/%s" % mid).status_code == status    # after the run: refused
+    finally:
+        emu.stop()
+
+
+def test_a_held_run_stays_running_until_released(emu, new_site):
+    emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1, "hold": True}}})
+    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+    tid = start(emu, mid, "ready")
+    time.sleep(1.0)                               # the accept window and the lines are over
+    assert get_migration(emu, mid)["state"] == "migration-running"
+    emu.release_runs()
+    assert poll(emu, tid)[-1][1]["status"] == "success"
+    assert get_migration(emu, mid)["state"] == "migration-succeeded"
+    with pytest.raises(Exception, match="hold"):
+        emu.set_executor({"default": {"preflight": {"hold": True}}})
+
+
 def test_each_preflight_and_ready_returns_a_new_ticket(emu, new_site):
     fast(emu, preflight=0.0, run=0.0)
     mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
@@ -479,6 +515,28 @@ def test_fault_latency(emu):
 def test_fault_probability_zero_never_fires(emu):
     emu.set_faults([{"endpoint": "*", "status": 500, "probability": 0.0}])
     assert all(call(emu, "GET", "get-site/1001").status_code == 200 for dummy in range(5))
+
+
+def test_fault_every_k_th_request_is_exact(emu):
+    emu.set_faults([{"endpoint": "site.get", "status": 503, "every": 3, "count": 2}])
+    codes = [call(emu, "GET", "get-site/1001").status_code for dummy in range(9)]
+    assert codes == [200, 200, 503, 200, 200, 503, 200, 200, 200]
+
+
+def test_fault_seed_replays_the_draws_and_is_logged(emu):
+    rules = [{"endpoint": "site.get", "status": 503, "probability": 0.5}]
+    runs = []
+    for dummy in range(2):
+        assert emu.set_faults(rules, seed=1234) == [dict(rules[0], remaining=None)] and emu.fault_seed == 1234
+        runs.append([call(emu, "GET", "get-site/1001").status_code for dummy in range(20)])
+    assert runs[0] == runs[1] and {200, 503} == set(runs[0])
+    emu.set_faults(rules)
+    assert isinstance(emu.fault_seed, int)                      # picked, and said
+    with open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8") as handle:
+        log = handle.read()
+    assert "fault rules set: 1 rules, seed 1234" in log and "seed %d" % emu.fault_seed in log
+    assert requests.post(emu.url + "/_emulator/faults", json={"rules": [], "seed": "x"}, verify=emu.ca_path,
+                         timeout=15).status_code == 400
 
 
 def test_fault_reset_before_has_no_effect(emu):
@@ -658,7 +716,8 @@ def test_200_concurrent_pollers(emu, new_site):
     for thread in threads:
         thread.join()
     assert errors == [] and len(codes) == 600 and set(codes) <= {200, 202}
-    assert time.monotonic() - began < 20
+    # Served side by side: one connection at a time would take 200 x 3 s; 3 s is the floor.
+    assert time.monotonic() - began < 60
 
 
 # --------------------------------------------------------------------------- processes
@@ -717,7 +776,12 @@ def test_restart_ends_interrupted_operations_as_failures(tmp_path):
 STOP_SIGNALS = pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 
 
-def _stopped_cleanly(emu, signum, timeout=1.0):
+# A stop takes well under a second on an idle machine; the tests allow more, so that a loaded machine
+# does not fail them, while a hang (the deadlocks these tests guard against never end) still does.
+STOP_BOUND = 5.0
+
+
+def _stopped_cleanly(emu, signum, timeout=STOP_BOUND):
     """Stop with ``signum`` and no SIGKILL fallback: a hang fails with the server's stacks."""
     try:
         assert emu.stop(timeout=timeout, signum=signum, kill=False) == 0
@@ -730,9 +794,9 @@ def _stopped_cleanly(emu, signum, timeout=1.0):
 
 
 @STOP_SIGNALS
-def test_stop_signal_stops_within_a_second_every_time(tmp_path, signum):
+def test_stop_signal_stops_promptly_every_time(tmp_path, signum):
     """20 starts, each stopped by one signal (every other one by a burst of three, like Ctrl-C
-    pressed again) at a different moment of the main loop; each stop takes under a second."""
+    pressed again) at a different moment of the main loop; each stop ends within STOP_BOUND."""
     timing = random.Random(int(signum))
     for run in range(20):
         emu = start_emulator(tmp_path / ("run%d" % run))
@@ -742,7 +806,7 @@ def test_stop_signal_stops_within_a_second_every_time(tmp_path, signum):
             emu.proc.send_signal(signum)
         began = time.monotonic()
         _stopped_cleanly(emu, signum)
-        assert time.monotonic() - began < 1.0, "run %d" % run
+        assert time.monotonic() - began < STOP_BOUND, "run %d" % run
 
 
 # Widens the window the old handler deadlocked in: every Event.wait that server.py calls itself in

@@ -31,15 +31,21 @@ DEFAULT_CONFIG = {
 }
 
 
+# A held run that no one releases ends after this many seconds anyway.
+HOLD_LIMIT = 600
+
+
 def _validate_op(op, value, where):
     if not isinstance(value, dict):
         raise ValueError("%s.%s must be an object" % (where, op))
     allowed = PREFLIGHT_OUTCOMES if op == "preflight" else RUN_OUTCOMES
-    unknown = set(value) - {"outcome", "duration"}
+    unknown = set(value) - {"outcome", "duration", "hold"}
     if unknown:
         raise ValueError("%s.%s: unknown fields %s" % (where, op, ", ".join(sorted(unknown))))
     if "outcome" in value and value["outcome"] not in allowed:
         raise ValueError("%s.%s.outcome must be one of %s" % (where, op, ", ".join(allowed)))
+    if "hold" in value and (op != "run" or not isinstance(value["hold"], bool)):
+        raise ValueError("%s.%s.hold must be true or false (runs only)" % (where, op))
     if "duration" in value:
         duration = value["duration"]
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration < 0:
@@ -77,12 +83,19 @@ class ScriptedExecutor(Executor):
         super().__init__(options)
         self._lock = threading.Lock()
         self._config = normalize_config(self.options.get("config"))
+        # Runs planned with "hold" end only when a test releases them (POST /_emulator/executor/release).
+        self._released = threading.Event()
 
     def configure(self, config):
         config = normalize_config(config)
         with self._lock:
             self._config = config
+            self._released = threading.Event()
         return copy.deepcopy(config)
+
+    def release(self):
+        with self._lock:
+            self._released.set()
 
     @property
     def config(self):
@@ -94,6 +107,14 @@ class ScriptedExecutor(Executor):
             plan = dict(self._config["default"][op])
             plan.update(self._config["hosts"].get((host or "").lower(), {}).get(op, {}))
         return plan["outcome"], float(plan["duration"])
+
+    def _hold(self, host):
+        with self._lock:
+            plan = dict(self._config["default"]["run"])
+            plan.update(self._config["hosts"].get((host or "").lower(), {}).get("run", {}))
+            released = self._released
+        if plan.get("hold"):
+            released.wait(HOLD_LIMIT)
 
     @staticmethod
     def _play(ticket, lines, duration):
@@ -146,6 +167,7 @@ class ScriptedExecutor(Executor):
         if args.get("remote-domain"):
             lines.append(M.replacing(args["remote-domain"], site["domain"]))
         self._play(ticket, lines, duration)
+        self._hold(host)
         self._write_storage(migration, site)
         ticket.add_message(M.MIGRATION_COMPLETE)
         return True

@@ -414,6 +414,28 @@ def test_a_resumed_run_is_followed_by_its_state():
     assert ended[1]["result"] == "run_failed"
 
 
+REFUSED = "migration %d cannot start: its latest preflight has not succeeded since the last change (state: %s)."
+
+
+def test_a_run_seen_running_that_ended_before_ready_read_it_is_its_outcome():
+    """Issue 23 item 7: the resume race. The create step saw the runs active; by the time
+    migration_ready read them they had ended, and its partner rule refused a new start."""
+    fleet, done = _to_preflight(3)
+    done["create"] = results(_created("1001", 7, state="migration-running"),
+                             _created("1002", 8, state="migration-running"), _created("1003", 9))
+    done["preflight"] = results(_ticket(9, "p9"))
+    done["run"] = results(
+        {"migration_id": 7, "failed": True, "state": "migration-succeeded", "msg": REFUSED % (7, "migration-succeeded")},
+        {"migration_id": 8, "failed": True, "state": "migration-failed", "msg": REFUSED % (8, "migration-failed")},
+        {"migration_id": 9, "failed": True, "state": "migration-succeeded", "msg": REFUSED % (9, "migration-succeeded")})
+    ended = sm.advance(fleet, done)
+    assert ended[0]["result"] == "succeeded" and ended[0]["run"]["already_running"] is True
+    assert ended[0]["message"] == "resumed: the run was already active; it ended in state migration-succeeded"
+    assert ended[1]["result"] == "run_failed" and "seen running earlier" in ended[1]["message"]
+    # not seen running by this play: the refusal stands
+    assert ended[2]["result"] == "error" and "cannot start" in ended[2]["message"]
+
+
 def test_check_mode_reports_what_would_happen():
     fleet, dummy = line_up({}, {})
     done = {"check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),

@@ -185,3 +185,43 @@ def test_migration_info_with_a_null_id(fake_api, run_logic, check_mode):
     else:
         assert isinstance(result, ModuleFailure) and "migration_id" in result.msg
     assert fake_api.calls == []
+
+
+# -- an update whose answer was lost (issue 23 item 7) ------------------------------------------------------
+
+PLAIN = {"remote-host": "src.example", "remote-user": "www"}
+
+
+@pytest.mark.parametrize("fault, sends", [(dict(error="reset", after=True), 1), (dict(status=500), 2),
+                                          (dict(error="reset"), 2)], ids=["applied", "refused-500", "not-sent"])
+def test_a_lost_update_of_plain_fields_is_read_back(fake_api, run_logic, fake_time, fault, sends):
+    """The read shows the fields (happened: not sent again) or not (idempotent while not running: sent again)."""
+    mid = fake_api.add_migration(**PLAIN)
+    fake_api.fault("migration.update", **fault)
+    result, warnings = run_logic(migration, {"migration_id": mid, "remote_user": "deploy"})
+    assert not isinstance(result, ModuleFailure), result
+    assert len(updates(fake_api)) == sends and fake_api.migrations[mid]["args"]["remote-user"] == "deploy"
+    (entry,) = result["uncertain"]
+    assert (entry["write"], entry["outcome"], entry["sends"]) == (
+        "migration.update", "happened" if sends == 1 else "repeated", sends)
+
+
+def test_a_lost_update_with_a_secret_is_sent_again_after_the_window(fake_api, run_logic, fake_time):
+    """A secret cannot be read back, so the read cannot show the update; it is sent again (idempotent),
+    but only once the original can no longer arrive."""
+    mid = fake_api.add_migration(auth="password", **PLAIN)
+    fake_api.fault("migration.update", error="reset", after=True)
+    result, warnings = run_logic(migration, {"migration_id": mid, "remote_pass": "new-pass",
+                                             "update_secret": "always"})
+    assert not isinstance(result, ModuleFailure), result
+    assert len(updates(fake_api)) == 2 and result["uncertain"][0]["outcome"] == "repeated"
+    assert sum(fake_time.naps) >= 30 + 2            # the client's timeout (default 30 s) and the margin
+
+
+def test_a_lost_update_of_a_migration_that_is_now_running_fails_and_says_why(fake_api, run_logic, fake_time):
+    mid = fake_api.add_migration(**PLAIN)
+    fake_api.fault("migration.update", status=500)
+    fake_api.states(mid, "new", "migration-running")
+    result, warnings = run_logic(migration, {"migration_id": mid, "remote_user": "deploy"})
+    assert isinstance(result, ModuleFailure) and "is now running" in result.msg
+    assert len(updates(fake_api)) == 1 and result.details["uncertain"][0]["write"] == "migration.update"

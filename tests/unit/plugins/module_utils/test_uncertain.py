@@ -43,8 +43,11 @@ def test_a_create_that_did_not_happen_is_sent_again_after_the_read(fake_api, run
     fake_api.fault("migration.create", **fault)
     result, warnings = run_logic(migration, NEW)
     assert result["migration_id"] == 5001 and len(fake_api.migrations) == 1
-    assert [c["operation"] for c in fake_api.log if c["operation"] in ("migration.create", "site_meta.get")] == [
-        "site_meta.get", "migration.create", "site_meta.get", "migration.create"]
+    calls = [c["operation"] for c in fake_api.log if c["operation"] in ("migration.create", "site_meta.get")]
+    # A 500 ended its request: one read decides. A gateway's 502 may still be in the service's hands:
+    # reads until the client's timeout (30 s) and the margin have passed, then the repeat.
+    reads = 1 if fault["status"] == 500 else 8     # after 1, 2, 4, 5, 5, 5, 5, 5 s
+    assert calls == ["site_meta.get", "migration.create"] + ["site_meta.get"] * reads + ["migration.create"]
     assert result["uncertain"][0]["outcome"] == "repeated" and result["uncertain"][0]["sends"] == 2
 
 
@@ -106,6 +109,29 @@ def test_a_run_that_did_not_start_is_started_once_more(fake_api, run_logic, fake
     assert result["uncertain"][0]["outcome"] == "repeated"
 
 
+@pytest.mark.parametrize("refusal", [409, 400])
+def test_a_repeated_start_refused_because_the_first_took_effect_late_is_followed(fake_api, run_logic, fake_time,
+                                                                                 refusal):
+    """The read after the first send showed nothing; the repeat is refused (409: a run is active, 400: a
+    service that enforces the partner rule); a read shows the run the first send started: followed."""
+    mid = fake_api.add_migration(state="preflight-succeeded")
+    fake_api.fault("migration.ready", status=500)
+    fake_api.fault("migration.ready", status=refusal)
+    fake_api.states(mid, "preflight-succeeded", "preflight-succeeded", "migration-running", "migration-succeeded")
+    result, warnings = run_logic(migration_ready, {"migration_id": mid})
+    assert result["already_running"] and result["state"] == "migration-succeeded" and result["ticket_id"] is None
+    assert len(writes(fake_api, "migration.ready")) == 2
+
+
+def test_a_repeated_start_refused_with_nothing_started_fails(fake_api, run_logic, fake_time):
+    mid = fake_api.add_migration(state="preflight-succeeded")
+    fake_api.fault("migration.ready", status=500)
+    fake_api.fault("migration.ready", status=409)
+    result, warnings = run_logic(migration_ready, {"migration_id": mid})
+    assert isinstance(result, ModuleFailure) and "HTTP 409" in result.msg
+    assert result.details["uncertain"][0]["sends"] == 2
+
+
 @pytest.mark.parametrize("fault, sends", [(dict(error="reset", after=True), 1), (dict(status=503), 2)])
 def test_client_meta_value_is_read_back(fake_api, run_logic, fake_time, fault, sends):
     fake_api.fault("client_meta.add", **fault)
@@ -144,3 +170,89 @@ def test_write_once_raises_a_read_failure_as_it_is():
         raise WPCloudAPIError("read failed", status=500)
     with pytest.raises(WPCloudAPIError, match="read failed"):
         _uncertain.write_once("x", send, happened, [], "x", sleep=lambda s: None)
+
+
+class LateService(object):
+    """A write applied ``applied_at`` seconds after it was sent, on the fake clock; its answer lost."""
+
+    def __init__(self, fake_time, applied_at, in_flight=2):
+        self.clock, self.applied_at, self.in_flight = fake_time, applied_at, in_flight
+        self.sent, self.reads = [], []
+
+    def send(self):
+        self.sent.append(self.clock.now)
+        if len(self.sent) == 1:
+            self.clock.now += self.in_flight            # the client waited its timeout
+            error = WPCloudAPIError("no answer", effect="unknown")
+            error.in_flight = self.in_flight
+            raise error
+        return "sent again"
+
+    def happened(self):
+        self.reads.append(self.clock.now)
+        return "it happened" if self.clock.now >= self.sent[0] + self.applied_at else None
+
+
+@pytest.mark.parametrize("applied_at", [2.5, 4.0, 5.9])
+def test_a_write_applied_after_the_settle_is_seen_and_not_repeated(fake_time, applied_at):
+    """Issue 23 item 6: the original arrives after the old 1 s settle but within the client's timeout
+    plus the margin; the reads keep going and see it, and nothing is sent again."""
+    late = LateService(fake_time, applied_at)
+    uncertain = []
+    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "it happened"
+    assert len(late.sent) == 1 and uncertain[0]["outcome"] == "happened"
+    assert late.reads[-1] - late.sent[0] >= applied_at
+
+
+def test_a_write_that_never_arrives_is_repeated_only_after_the_window(fake_time):
+    late = LateService(fake_time, applied_at=999)
+    uncertain = []
+    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "sent again"
+    gave_up = late.sent[0] + late.in_flight
+    window = late.in_flight + _uncertain.IN_FLIGHT_MARGIN
+    assert late.reads[-1] >= gave_up + window and late.sent[1] >= gave_up + window
+    assert all(b - a <= _uncertain.READ_PAUSE_CAP for a, b in zip(late.reads, late.reads[1:]))
+    assert uncertain[0]["outcome"] == "repeated"
+
+
+def test_a_read_that_shows_the_write_ends_the_doubt_at_once(fake_time):
+    late = LateService(fake_time, applied_at=0, in_flight=30)
+    assert _uncertain.write_once("migration.create", late.send, late.happened, [], "x") == "it happened"
+    assert len(late.reads) == 1 and fake_time.naps == [_uncertain.SETTLE_SECONDS]
+
+
+def test_an_answered_500_is_decided_by_one_read(fake_time):
+    sends = []
+
+    def send():
+        sends.append(1)
+        if len(sends) == 1:
+            raise WPCloudAPIError("HTTP 500", status=500, effect="unknown")
+        return "ok"
+    assert _uncertain.write_once("x", send, lambda: None, [], "x") == "ok"
+    assert fake_time.naps == [_uncertain.SETTLE_SECONDS]
+
+
+def test_a_failed_read_inside_the_window_is_read_again(fake_time):
+    late = LateService(fake_time, applied_at=3.0)
+    reads = []
+
+    def happened():
+        reads.append(fake_time.now)
+        if len(reads) == 1:
+            raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
+        return late.happened()
+    assert _uncertain.write_once("migration.ready", late.send, happened, [], "x") == "it happened"
+    assert len(late.sent) == 1 and len(reads) >= 2
+
+
+def test_a_read_that_fails_after_the_window_leaves_the_write_unresolved(fake_time):
+    late = LateService(fake_time, applied_at=999)
+    uncertain = []
+
+    def happened():
+        raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
+    with pytest.raises(WPCloudAPIError, match="503"):
+        _uncertain.write_once("migration.ready", late.send, happened, uncertain, "x")
+    assert len(late.sent) == 1 and uncertain[0]["outcome"] == "unresolved"
+    assert fake_time.now >= late.sent[0] + late.in_flight * 2 + _uncertain.IN_FLIGHT_MARGIN
