@@ -9,11 +9,13 @@ import json
 import secrets
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from test_role import BIN, Run, _explain, _ids, _recap, _writes, collections_root  # noqa: F401 pylint: disable=unused-import
 
+ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "quiet-rerun-Pass-%s" % secrets.token_hex(4)
 
 CREATE_THEN_MIGRATE = """
@@ -190,3 +192,62 @@ def test_the_runner_host_summary_lists_every_site_with_its_status(run, emu, tmp_
     result, stats = job("rerun", "-e", "site_migration_refresh=false")
     assert set(stats["failures"]) == {"gone.example"}, stats
     assert set(stats["ok"]) >= good and not set(stats.get("changed") or {}) & good, stats
+
+
+def _doc_block(path, needle):
+    text = (ROOT / path).read_text(encoding="utf-8")
+    found = [b for b in text.split("```")[1::2] if needle in b]
+    assert len(found) == 1, (path, needle, len(found))
+    return found[0].split("\n", 1)[1]
+
+
+def test_the_inventory_plugin_of_getting_started_lists_the_sites(run, emu):
+    """docs/getting-started.md step 6: its inventory file and command, against the emulator."""
+    config = _doc_block("docs/getting-started.md", "# sites.wpcloud.yml")
+    config = config.replace("https://127.0.0.1:8443", emu.url).replace("/tmp/wpcloud-emulator/ca.pem", emu.ca_path)
+    (run.dir / "sites.wpcloud.yml").write_text(config)
+    command = _doc_block("docs/getting-started.md", "ansible-inventory -i sites.wpcloud.yml").strip().split()
+    proc = subprocess.run([str(BIN / command[0])] + command[1:], capture_output=True, text=True, cwd=str(run.dir),
+                          env=run.env({"WPCLOUD_API_KEY": emu.api_key}), check=False, timeout=120)
+    assert proc.returncode == 0, _explain(proc)
+    destinations = proc.stdout.split("@migration_destinations:")[1].split("@other_sites:")[0]
+    assert "dest2.example" in destinations and "dest3.example" in destinations, proc.stdout
+    assert "dest1.example" in proc.stdout.split("@other_sites:")[1]
+    assert emu.api_key not in proc.stdout + proc.stderr
+    # The README's quick start names the same plugin and command.
+    readme = _doc_block("README.md", "# sites.wpcloud.yml")
+    assert "plugin: wpcloud.hosting.sites" in readme
+    assert "ansible-inventory -i sites.wpcloud.yml --graph" in _doc_block("README.md", "ansible-inventory")
+
+
+def test_an_api_url_with_the_prefix_and_a_wrong_port_say_what_to_fix(run, emu):
+    """Issue 25 item 7, through a real ansible-playbook: the 404 hint, and a refused connection that says
+    what it retries and gives up after two quick retries."""
+    playbook = run.dir / "read.yml"
+    playbook.write_text("""
+- name: Read a site
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Read site 1002
+      wpcloud.hosting.site_info:
+        site: "1002"
+        api_url: "{{ url }}"
+        api_key: "{{ key }}"
+        ca_path: "{{ ca }}"
+""")
+    (run.dir / "inventory.json").write_text("{}")
+    common = ["-e", json.dumps({"key": emu.api_key, "ca": emu.ca_path})]
+    since = _since(emu)
+    proc = run.play(str(playbook), extra=common + ["-e", "url=%s/api/v1.0" % emu.url])
+    assert proc.returncode != 0
+    assert "api_url ends in /api/v1.0, which the collection adds itself: give the service's base URL, such as %s." \
+        % emu.url in proc.stdout, _explain(proc)
+    assert emu.requests_log(since) == []                  # refused before any call
+
+    port = int(emu.url.rsplit(":", 1)[1])
+    wrong = emu.url.replace(":%d" % port, ":%d" % (port + 1 if port < 65535 else port - 1))
+    proc = run.play(str(playbook), extra=common + ["-e", "url=%s" % wrong])
+    assert proc.returncode != 0
+    assert proc.stdout.count("retrying site.get: Could not reach") == 2, _explain(proc)
+    assert "connection refused" in proc.stdout and proc.elapsed < 12, proc.elapsed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_connection_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     READ,
     REFUSED_RETRIES,
@@ -15,6 +16,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     WPCloudClient,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
 
 
 def _client(fake_api, **options):
@@ -72,3 +74,15 @@ def test_a_404_from_a_base_url_has_no_such_hint(fake_api):
     error = client._status_error("site.get", READ, 404, "Not found", [], 1)
     assert error.message == "HTTP 404 from site.get: Not found"
     client.close()
+
+
+@pytest.mark.parametrize("url", ["https://api.wpcloud.test/api/v1.0", "https://api.wpcloud.test/api/v1.0/"])
+def test_an_api_url_with_the_prefix_is_refused_before_any_call(url):
+    with pytest.raises(ModuleFailure) as info:
+        validate_connection_options({"api_key": "k", "api_url": url, "validate_certs": True})
+    assert info.value.msg == ("api_url ends in /api/v1.0, which the collection adds itself: give the service's base "
+                              "URL, such as https://api.wpcloud.test.")
+
+
+def test_a_base_url_with_a_path_of_its_own_is_accepted():
+    validate_connection_options({"api_key": "k", "api_url": "https://gateway.example/wpcloud", "validate_certs": True})
