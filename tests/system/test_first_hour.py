@@ -251,3 +251,35 @@ def test_an_api_url_with_the_prefix_and_a_wrong_port_say_what_to_fix(run, emu):
     assert proc.returncode != 0
     assert proc.stdout.count("retrying site.get: Could not reach") == 2, _explain(proc)
     assert "connection refused" in proc.stdout and proc.elapsed < 12, proc.elapsed
+
+
+def test_state_files_of_a_reset_service_recover_when_the_sites_hold_no_migration(run, emu):
+    """Issue 25 item 2: the emulator reset (as a restart without a state file does) forgets every migration;
+    the state files still name them. The sites hold none, so each recorded ID is forgotten with a warning
+    that names its state file, and a new migration is created and run; the next run is quiet again."""
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 1},
+                                  "run": {"outcome": "success", "duration": 1}}})
+    sites = {"reset-a.example": {"site_migration_site": "1002"}, "reset-b.example": {"site_migration_site": "1003"}}
+    run.inventory(emu, sites, {"src.example": {"ansible_user": "www"}},
+                  site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    before = dict((site, run.state(site)["migration_id"]) for site in ("1002", "1003"))
+
+    emu.reset()                                   # the seed sites again, allowed, holding no migration
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 1},
+                                  "run": {"outcome": "success", "duration": 1}}})
+    proc = run.play()
+    assert proc.returncode == 0, _explain(proc)
+    report, by_host = run.last_report()
+    assert report["counts"] == {"succeeded": 2}, report
+    text = proc.stdout + proc.stderr
+    for site, old in before.items():
+        assert "migration_id %s, recorded in the state file %s, was not found (HTTP 404)" % (
+            old, run.state_dir / ("%s.json" % site)) in " ".join(text.split()), _explain(proc)
+        assert run.state(site)["migration_id"] != old
+    assert len(_writes(emu.requests_log(), "migration.create")) == 2
+
+    proc = run.play(extra=["-e", "site_migration_refresh=false"])
+    assert proc.returncode == 0, _explain(proc)
+    _quiet(proc)
