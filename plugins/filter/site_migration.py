@@ -40,6 +40,7 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+    CHECK_MODE_CREATED_SITES_FACT,
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
     MIN_POLL_INTERVAL,
@@ -59,6 +60,9 @@ DONE = "done"
 # Results of a site that is not stopped at the end of the play ("awaiting_provisioning": created, its
 # migration left to the site_provisioned webhook, playbooks/on_site_provisioned.yml).
 FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked", "awaiting_provisioning"])
+# The fine results that changed the site (or, "checked", would in a real run): the site's line of the play
+# recap says "changed"; a site left alone is "ok".
+CHANGED_RESULTS = frozenset(["succeeded", "checked", "awaiting_provisioning"])
 # How a site came to be a destination (the report's "destination").
 CREATED = "created"
 EXISTING = "existing"
@@ -308,9 +312,25 @@ def inputs_of(host_vars, options):
     return found
 
 
-def lineup(inputs, hosts, spec, hostvars=None):
+def _check_mode_created(hosts, hostvars):
+    """The domains that earlier tasks of a check-mode run said they would create (wpcloud.hosting.site's
+    fact): set on the host that ran the task (a site, every site after run_once, or localhost)."""
+    found = set()
+    for host in list(hosts) + ["localhost"]:
+        try:
+            facts = hostvars[host]["ansible_facts"] if hostvars is not None and host in hostvars else {}
+            domains = facts.get(CHECK_MODE_CREATED_SITES_FACT) if isinstance(facts, Mapping) else None
+        except Exception:  # pylint: disable=broad-exception-caught
+            domains = None        # no such host, or no facts: nothing it said
+        found.update(str(d).strip().lower() for d in domains or [])
+    return found
+
+
+def lineup(inputs, hosts, spec, hostvars=None, check_mode=False):
     """The fleet at the start: one entry per site of the batch, in play order (see the module doc)."""
     inputs, hosts = list(inputs or []), list(hosts or [])
+    # Read only in check mode: a real run finds the sites that the earlier tasks really created.
+    about_to_exist = _check_mode_created(hosts, hostvars) if _as(bool, check_mode) else set()
     if len(inputs) != len(hosts):
         raise AnsibleFilterError("site_migration_lineup: %d inputs for %d hosts" % (len(inputs), len(hosts)))
     options = spec.get("options", spec) if isinstance(spec, Mapping) else None
@@ -348,6 +368,8 @@ def lineup(inputs, hosts, spec, hostvars=None):
             poll_interval=_as(float, params.get("site_migration_poll_interval")),
             poll_max_interval=_as(float, params.get("site_migration_poll_max_interval")),
             after_find=after_find,
+            # Check mode: an earlier task said it would create this site, so its 404 means "not yet".
+            about_to_exist=key in about_to_exist,
             stage=DONE if problems else ("find" if creatable else after_find),
             result="invalid_input" if problems else None,
             problems=problems,
@@ -489,6 +511,12 @@ def _created(s, r, failed, msg, who):
     return {"stage": "check", "destination": CREATED, "new_site": seen}
 
 
+def _not_yet(s, r):
+    """A check-mode site that an earlier task would create, which the service does not know yet (404)."""
+    failure = r.get("failure") if isinstance(r.get("failure"), Mapping) else {}
+    return bool(s.get("about_to_exist")) and failure.get("status") == 404 and failure.get("operation") == "site_meta.get"
+
+
 def _next(step, s, r):
     """The entry keys a site gets from its result of a step."""
     failed = bool(r.get("failed") or r.get("unreachable"))
@@ -496,6 +524,12 @@ def _next(step, s, r):
     who = "site %s: " % s["site"]
     if step == "new":
         return _created(s, r, failed, msg, who)
+    if failed and _not_yet(s, r):
+        if step == "info":        # no migration yet; its inputs are still checked
+            return {"stage": "check"}
+        return {"stage": DONE, "result": "checked",
+                "message": "check mode: an earlier task would create site %s; its migration would then be created "
+                           "and run" % s["site"]}
     if step == "info":
         info = {"site_id": r.get("site_id"), "migration_id": r.get("migration_id"), "record": r.get("record") or {}}
         if failed:
@@ -654,7 +688,8 @@ def step(fleet, name, results=None, inputs=None):
         raise AnsibleFilterError("site_migration_step: unknown step %r (one of %s, stop)" % (name, ", ".join(STEPS)))
     fleet = advance(fleet, results, upto=None if name == "stop" else name)
     if name == "stop":
-        return {"hosts": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS)}
+        return {"hosts": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS),
+                "changed": dict((s["host"], True) for s in fleet if s.get("result") in CHANGED_RESULTS)}
     sites = [s for s in fleet if s.get("stage") == name]
     todo = {"count": len(sites)}
     if name == "find":

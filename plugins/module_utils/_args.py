@@ -91,6 +91,10 @@ def validate_connection_options(params):
     if not re.match(r"^https?://[^/\s?#]+", url):
         raise ModuleFailure("api_url must be an absolute URL such as https://atomic-api.wordpress.com "
                             "(the /api/v1.0 prefix is added by the collection).")
+    if re.search(r"/api/v1\.0/*$", url):
+        # Every path would be /api/v1.0/api/v1.0/...: a 404 that a read of something optional takes for "absent".
+        raise ModuleFailure("api_url ends in /api/v1.0, which the collection adds itself: give the service's base URL, "
+                            "such as %s." % re.sub(r"/api/v1\.0/*$", "", url))
     if url.startswith("http://") and params.get("validate_certs", True):
         raise ModuleFailure("api_url uses plain http://: the API key would travel unencrypted. Use https://.")
     for name in ("timeout", "retry_timeout"):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import json
 import random
+import re
 import socket
 import ssl
 import threading
@@ -133,6 +134,9 @@ RETRY_STATUS_WRITE = frozenset((429,))
 GATEWAY_STATUS = frozenset((502, 504))
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 10.0
+# A refused connection means nothing listens there (a wrong port or host, a service down): after this
+# many retries (about 1.5 s) it is reported, instead of the full backoff (12.7 s with the default retries).
+REFUSED_RETRIES = 2
 
 
 class WPCloudAPIError(Exception):
@@ -247,6 +251,10 @@ def _not_sent(exc):
         if isinstance(item, (ConnectionRefusedError, socket.gaierror)):
             return True
     return False
+
+
+def _refused(exc):
+    return any(isinstance(item, ConnectionRefusedError) for item in _chain(exc))
 
 
 # The causes a user can act on, most specific first (urllib3's own names are matched by name).
@@ -490,6 +498,8 @@ class WPCloudClient(object):
                         operation=operation, retry_safe=False, effect="unknown", attempts=attempt)
                     lost.in_flight = self.timeout
                     raise lost
+                if attempt > REFUSED_RETRIES and _refused(exc):
+                    raise error
             else:
                 self.calls.append((operation, resp.status_code))
                 message, data = parse_envelope(resp.status_code, resp.content)
@@ -543,6 +553,10 @@ class WPCloudClient(object):
                         status, operation, ": " + api_message if api_message else ""))
         else:
             text = "HTTP %d from %s%s" % (status, operation, ": " + api_message if api_message else "")
+        if status == 404 and re.search(r"/api(/v[\d.]*)?$", urlsplit(self.base[:-len(API_PREFIX)]).path):
+            # The collection adds /api/v1.0 itself: an api_url that ends in it asks for /api/v1.0/api/v1.0/...
+            text += ("; check api_url: it ends in %s, and the collection adds /api/v1.0 itself. Give the service's "
+                     "base URL, such as https://atomic-api.wordpress.com" % urlsplit(self.base[:-len(API_PREFIX)]).path)
         effect = "none" if status in (400, 401, 403, 404, 409, 429) else (
             "unknown" if kind == WRITE and status >= 500 else "rejected")
         retry_safe = status == 429 or (kind == READ and status in RETRY_STATUS_READ)

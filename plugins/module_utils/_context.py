@@ -54,6 +54,12 @@ class ModuleContext(object):
         else:
             self.warnings.append(message)
 
+    def retrying(self, message):
+        """A retry: shown when it starts (a wrong port would otherwise wait in silence), and a warning."""
+        if self.progress is not None:
+            self.progress(self.secrets.mask("retrying %s" % message))
+        self.warn(message)
+
     def client(self):
         """The task's one client, made on first use (list forms ask from many threads at once)."""
         with self._client_lock:
@@ -64,7 +70,7 @@ class ModuleContext(object):
                     self._client = WPCloudClient(
                         api_url=p["api_url"], api_key=p["api_key"], validate_certs=p["validate_certs"],
                         ca_path=p.get("ca_path"), timeout=p["timeout"], retries=p["retries"],
-                        retry_timeout=p["retry_timeout"], on_retry=self.warn, secrets=self.secrets,
+                        retry_timeout=p["retry_timeout"], on_retry=self.retrying, secrets=self.secrets,
                         rate_limit=p.get("rate_limit") or 0)
                 except WPCloudAPIError as exc:
                     raise ModuleFailure(exc.message)

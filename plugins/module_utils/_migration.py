@@ -21,7 +21,12 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import Mo
 from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
 from ansible_collections.wpcloud.hosting.plugins.module_utils._site import read_allow_site_migration
 from ansible_collections.wpcloud.hosting.plugins.module_utils._ssh_key import inspect_ssh_id
-from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import read_state_file, write_state_file
+from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import (
+    read_state_file,
+    same_secret,
+    secret_digest,
+    write_state_file,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
     FIELD_NAMES,
     PLAIN_FIELDS,
@@ -231,18 +236,27 @@ def _unsent(params, migration_id, recorded, fingerprint):
     """(credential options given but not sent under update_secret=on_create, warning for a known change).
 
     Credentials cannot be read back, so a given one may have changed, except an ssh_id whose fingerprint
-    is the one the state file recorded when it was last sent: then the module can tell (same key: nothing
-    to say; another key: the warning says so).
+    or a remote_pass whose digest is the one the state file recorded when it was last sent: then the
+    module can tell (the same one: nothing to say; another one: the warning says so).
     """
     given = [f for f in SECRET_FIELDS if params.get(f) is not None]
-    known = recorded.get("ssh_id_fingerprint") if recorded.get("migration_id") == migration_id else None
-    if not (fingerprint and known):
-        return given, None
-    if known == fingerprint:
-        return [], None
-    return given, ("ssh_id is not the key last sent to migration %s (fingerprint %s; last sent %s), and it was "
-                   "not sent because update_secret is on_create. Run this task once with update_secret: always "
-                   "to send it, then run preflight again." % (migration_id, fingerprint, known))
+    same_migration = recorded.get("migration_id") == migration_id
+    known = recorded.get("ssh_id_fingerprint") if same_migration else None
+    digest = recorded.get("remote_pass_digest") if same_migration else None
+    if fingerprint and known:
+        if known == fingerprint:
+            return [], None
+        return given, ("ssh_id is not the key last sent to migration %s (fingerprint %s; last sent %s), and it "
+                       "was not sent because update_secret is on_create. Run this task once with update_secret: "
+                       "always to send it, then run preflight again." % (migration_id, fingerprint, known))
+    if params.get("remote_pass") is not None and digest:
+        if same_secret(params["remote_pass"], digest):
+            return [], None
+        return given, ("remote_pass is not the password last sent to migration %s (the state file %s keeps a "
+                       "digest of it), and it was not sent because update_secret is on_create. Run this task once "
+                       "with update_secret: always to send it, then run preflight again."
+                       % (migration_id, params.get("state_file")))
+    return given, None
 
 
 def unsent_warning(fields, migration_ids):
@@ -255,23 +269,68 @@ def unsent_warning(fields, migration_ids):
     return "%s %s given but not sent to %s: %s" % ("/".join(fields), verb, where, UNSENT_HINT)
 
 
+def _pass_digest(params, recorded=None):
+    """The state file's digest of the remote_pass sent now (the recorded one when it is the same; None
+    without a password)."""
+    if params.get("remote_pass") is None:
+        return None
+    known = (recorded or {}).get("remote_pass_digest")
+    return known if known and same_secret(params["remote_pass"], known) else secret_digest(params["remote_pass"])
+
+
 def _record_fingerprint(params, recorded, migration_id, fingerprint):
-    """Keep the fingerprint of the key sent (None after a switch away from a key) in the state file."""
-    if params.get("state_file") and recorded.get("ssh_id_fingerprint") != fingerprint:
+    """Keep the fingerprint of the key sent and the digest of the password sent (None after a switch away
+    from them) in the state file."""
+    digest = _pass_digest(params, recorded)
+    if params.get("state_file") and (recorded.get("ssh_id_fingerprint") != fingerprint
+                                     or recorded.get("remote_pass_digest") != digest):
         site = validate_site(params["site"]) if params.get("site") else recorded.get("site")
-        write_state_file(params["state_file"], site, migration_id, ssh_id_fingerprint=fingerprint)
+        write_state_file(params["state_file"], site, migration_id, ssh_id_fingerprint=fingerprint,
+                         remote_pass_digest=digest)
+
+
+def _recorded_migration(client, params, ctx):
+    """resolve_migration for the migration ID a state file recorded. When the service does not know that
+    ID (a migration deleted, a service reset) and the site provably holds no such migration (its
+    allow_site_migration holds another ID or none), the ID is forgotten, with a warning, and the site's own
+    migration (or a new one) is managed instead; otherwise the failure names the state file and the fix."""
+    recorded_id, state_file = params["migration_id"], params.get("state_file")
+    try:
+        return resolve_migration(client, params)
+    except ModuleFailure as failure:
+        if (failure.details.get("failure") or {}).get("operation") != "migration.get" \
+                or failure.details["failure"].get("status") != 404:
+            raise
+    gone = "migration_id %s, recorded in the state file %s, was not found (HTTP 404)" % (recorded_id, state_file)
+    site = validate_site(params["site"])      # the spec asks for a site (or a migration_id) with a state file
+    attached = read_allow_site_migration(client, site)[1]
+    if attached is not None and str(attached) == str(recorded_id):
+        # The site says it holds that migration while the service cannot read it: not provably gone.
+        raise ModuleFailure("%s, yet site %s holds it in allow_site_migration. Nothing was changed: ask WP Cloud "
+                            "support about migration %s, or remove %s once it is known to be gone."
+                            % (gone, site, recorded_id, state_file),
+                            failure={"status": 404, "operation": "migration.get"})
+    ctx.warn("%s, and site %s does not hold it (%s): the ID is forgotten and the site's %s. The state file is "
+             "rewritten when that migration is recorded." % (
+                 gone, site, "it holds migration %s" % attached if attached is not None else "it holds none",
+                 "migration %s is managed" % attached if attached is not None else "new migration is created"))
+    return resolve_migration(client, dict(params, migration_id=None))
 
 
 def _run_one(params, ctx):
     """One migration: (result, warning or None)."""
     fingerprint = _validate(params)
     recorded = read_state_file(params.get("state_file"))
-    if params.get("migration_id") is None and recorded.get("migration_id") is not None:
+    from_state_file = params.get("migration_id") is None and recorded.get("migration_id") is not None
+    if from_state_file:
         params = dict(params, migration_id=int(recorded["migration_id"]))
     if params.get("site") is None and params.get("migration_id") is None:
         return _null_target(params, ctx, fingerprint), None
     client = ctx.client()
-    migration_id, record = resolve_migration(client, params)
+    if from_state_file:
+        migration_id, record = _recorded_migration(client, params, ctx)
+    else:
+        migration_id, record = resolve_migration(client, params)
     if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
             and not ctx.check_mode:
         recorded = write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site")
@@ -325,7 +384,8 @@ def _run_one(params, ctx):
         migration_id = migration_id_of(data)
         if params.get("state_file"):
             # Recorded before anything else can fail, so that a re-run manages this migration.
-            write_state_file(params["state_file"], result["site"], migration_id, ssh_id_fingerprint=fingerprint)
+            write_state_file(params["state_file"], result["site"], migration_id, ssh_id_fingerprint=fingerprint,
+                             remote_pass_digest=_pass_digest(params))
         if data.get("ssh-id-pub"):
             result["ssh_id_pub"] = data["ssh-id-pub"]
         record = get_migration(client, migration_id, missing_ok=True) or {}

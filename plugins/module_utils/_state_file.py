@@ -10,12 +10,42 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 
 from __future__ import annotations
 
+import binascii
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import tempfile
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+
+
+# A salted, slow digest of a password last sent (never the password): enough to tell whether a re-run
+# gives the same one; about 5 ms per site and run (docs/api-choices.md).
+DIGEST_ITERATIONS = 10000
+
+
+def secret_digest(value, salt=None):
+    """``pbkdf2-sha256$ITERATIONS$SALT$DIGEST`` of a secret, with a new random salt unless one is given."""
+    salt = os.urandom(16) if salt is None else salt
+    digest = hashlib.pbkdf2_hmac("sha256", str(value).encode("utf-8"), salt, DIGEST_ITERATIONS)
+    return "pbkdf2-sha256$%d$%s$%s" % (DIGEST_ITERATIONS, binascii.hexlify(salt).decode(),
+                                       binascii.hexlify(digest).decode())
+
+
+def same_secret(value, digest):
+    """True when ``digest`` (from secret_digest) is of ``value``; False for any other or unreadable digest."""
+    try:
+        kind, iterations, salt, expected = str(digest).split("$")
+        salt = binascii.unhexlify(salt)
+        iterations = int(iterations)
+    except (ValueError, TypeError, binascii.Error):
+        return False
+    if kind != "pbkdf2-sha256":
+        return False
+    found = hashlib.pbkdf2_hmac("sha256", str(value).encode("utf-8"), salt, iterations)
+    return hmac.compare_digest(binascii.hexlify(found).decode(), expected)
 
 
 def read_state_file(path):

@@ -107,6 +107,9 @@ ALLOW_OFF_VALUES = frozenset(["", "false", "0", "no", "off", "disabled", "none",
 # Fields of a site record (get-site) that hold credentials: the service returns them, the collection
 # never does (site_info, inventory).
 SITE_CREDENTIAL_FIELDS = frozenset(["db_pass", "smtp_pass", "site_api_key"])
+# The fact (a list of domains) that wpcloud.hosting.site sets in check mode for the sites it would create, so
+# that the role's preview of a later play treats them as about to exist rather than missing (404).
+CHECK_MODE_CREATED_SITES_FACT = "wpcloud_check_mode_created_sites"
 # The most sites one get-sites page may hold (the service caps ``limit`` there).
 SITES_PAGE_MAX = 1000
 # A create-site / delete-site job: its ``_status`` values, the final ones first (the docs' words).

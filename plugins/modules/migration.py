@@ -153,7 +153,8 @@ options:
         always reports a change and requires a new preflight.
       - With V(on_create), credentials given but not sent are named in RV(credentials_not_sent) and in a
         warning that says how to send them, unless the module can tell they did not change (an O(ssh_id)
-        whose fingerprint O(state_file) recorded when it was last sent).
+        whose fingerprint, or an O(remote_pass) whose digest, O(state_file) recorded when it was last sent;
+        the same one is not mentioned, another one is warned about).
     type: str
     choices: [always, on_create]
     default: on_create
@@ -163,8 +164,13 @@ options:
         (the controller, unless C(wpcloud_hosting_execution=module)).
       - Read when O(migration_id) is not given; written atomically right after a create, and whenever the
         managed migration differs from the recorded one. Other keys in the file are kept.
-      - Also records the fingerprint (not the key) of the O(ssh_id) last sent, so that a changed key can be
+      - Also records the fingerprint (not the key) of the O(ssh_id) last sent, and a salted digest (not the
+        password; PBKDF2-HMAC-SHA256) of the O(remote_pass) last sent, so that a changed credential can be
         told from the same one.
+      - A recorded migration ID that the service no longer knows (HTTP 404, after a deleted migration or a service
+        reset) is forgotten, with a warning, when the site's C(allow_site_migration) does not hold it; the
+        site's own migration is managed instead, or a new one created. When the site still holds it, the
+        module writes nothing and fails with a message that names the file.
       - Mutually exclusive with O(migrations); give each element its own O(migrations[].state_file).
     type: path
 extends_documentation_fragment:

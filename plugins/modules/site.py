@@ -139,7 +139,11 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes
 attributes:
   check_mode:
-    description: Reads the site and reports what it would create or delete, without a write.
+    description:
+      - Reads the site and reports what it would create or delete, without a write.
+      - The domains it would create are set as the fact C(wpcloud_check_mode_created_sites) (merged across
+        the site tasks of the run), so that the role C(wpcloud.hosting.site_migration) in a later play of
+        the same C(--check) run previews them as about to exist instead of "not found".
     support: full
   diff_mode:
     description: Shows the site before and after (never the password).
@@ -267,6 +271,16 @@ api_load:
   returned: when the task called the API
   type: dict
   sample: {"calls": 412, "peak_per_second": 40}
+ansible_facts:
+  description: In check mode, the domains the task (and earlier site tasks of the run) would create.
+  returned: in check mode, when a site would be created
+  type: dict
+  contains:
+    wpcloud_check_mode_created_sites:
+      description: The domains, lowercase, sorted.
+      type: list
+      elements: str
+      sample: ["blog.example", "shop.example"]
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with

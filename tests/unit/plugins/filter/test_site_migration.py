@@ -514,7 +514,8 @@ def test_the_report_covers_every_host_and_keeps_its_keys():
     assert rep["preflight_wait_seconds"] == 2.5 and rep["run_wait_seconds"] == 2.5 and rep["refresh"] is True
     assert rep["api_load"] == {"calls": 0, "peak_per_second": 0, "steps": {}}
     assert "[redacted]" not in json.dumps(rep)
-    assert sm.step(fleet, "stop", done) == {"hosts": {"dest1.example": rep["sites"][1]["message"]}}
+    assert sm.step(fleet, "stop", done) == {"hosts": {"dest1.example": rep["sites"][1]["message"]},
+                                            "changed": {"dest0.example": True}}
 
 
 def test_the_report_states_the_load_of_the_waits():
@@ -535,7 +536,7 @@ def test_a_left_alone_site_is_reported_from_what_was_read():
     site = rep["sites"][0]
     assert site["result"] == "left_alone" and site["migration_id"] == 7 and site["auth"] == "password"
     assert site["remote"] == {"remote-user": "www"} and rep["refresh"] is False
-    assert sm.step(fleet, "stop", done) == {"hosts": {}}
+    assert sm.step(fleet, "stop", done) == {"hosts": {}, "changed": {}}      # left alone: "ok" in the recap
 
 
 # ----------------------------------------------------------------------------------------- uncertain writes
@@ -642,7 +643,7 @@ def test_without_waiting_a_created_site_is_left_to_its_webhook():
     done["new"] = results(_site_created("later.example", 401, job=None))
     ended = sm.advance(fleet, done)
     assert ended[0]["result"] == "awaiting_provisioning" and "site_provisioned" in ended[0]["message"]
-    assert sm.step(fleet, "stop", done) == {"hosts": {}}          # a fine result: not stopped
+    assert sm.step(fleet, "stop", done) == {"hosts": {}, "changed": {"dest0.example": True}}  # fine: not stopped
     rep = sm.report(fleet, ["dest0.example"], done)
     assert rep["destinations"] == {"created": 1} and rep["counts"] == {"awaiting_provisioning": 1}
 
