@@ -40,9 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-since() { "$py" -c 'import sys, time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$1"; }
-say() { printf '\n==== %s\n' "$*"; }
-json() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); [d := d[k] for k in sys.argv[2:]]; print(d)' "$@"; }
+source "$root/tests/demo/demo_helpers.sh"    # since, say, json
 
 # ------------------------------------------------------------------ 1. emulator and source host
 executor=scripted

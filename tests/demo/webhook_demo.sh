@@ -42,9 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-since() { "$py" -c 'import sys, time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$1"; }
-say() { printf '\n==== %s\n' "$*"; }
-field() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d[sys.argv[2]])' "$@"; }
+source "$root/tests/demo/demo_helpers.sh"    # since, say, json
 wait_for() {   # wait_for SECONDS WHAT COMMAND...: run COMMAND every half second until it succeeds
     local limit=$1 what=$2 waited=0; shift 2
     until "$@" >/dev/null 2>&1; do
@@ -69,10 +67,10 @@ PY
 say "2. the service emulator, trusting that CA for its webhook deliveries"
 "$py" tests/support/emulator/launcher.py --json-out "$tmp/emulator.json" --pid-file "$tmp/emulator.pid" \
     --workdir "$tmp/emulator" --webhook-ca "$tmp/tls/ca.pem" --log-file "$tmp/emulator.log" >/dev/null   # its API key: not shown
-api_url=$(field "$tmp/emulator.json" url)
-client=$(field "$tmp/emulator.json" client)
-export WPCLOUD_API_URL=$api_url WPCLOUD_API_KEY=$(field "$tmp/emulator.json" api_key) \
-       WPCLOUD_CA_PATH=$(field "$tmp/emulator.json" ca_path)
+api_url=$(json "$tmp/emulator.json" url)
+client=$(json "$tmp/emulator.json" client)
+export WPCLOUD_API_URL=$api_url WPCLOUD_API_KEY=$(json "$tmp/emulator.json" api_key) \
+       WPCLOUD_CA_PATH=$(json "$tmp/emulator.json" ca_path)
 echo "  $api_url (client $client)"
 
 # ------------------------------------------------------------------ 3. the client's webhook_url and key
