@@ -449,6 +449,9 @@ class WPCloudClient(object):
     def _hot_pool(self):
         """The hot reads' pool, made once; None when they go through requests too: a proxy from the
         environment applies, or the CA bundle is not there (requests then says so, as it always did)."""
+        hot = self._hot
+        if hot is not None:     # every poll: no lock once made
+            return hot[0]
         with self._lock:
             if self._hot is None:
                 self._hot = (self._new_hot_pool(),)
