@@ -272,6 +272,7 @@ def test_hot_reads_keep_their_connection_alive_and_survive_the_servers_idle_clos
             client.call("migration.get", migration_id=mid)
         log = emu.requests_log(since)
         assert [r["endpoint"] for r in log] == ["ticket.summary", "migration.get"] * 6     # none repeated
+        assert not [status for op, status in client.calls if not isinstance(status, int)], client.calls
         assert client._hot[0] is not None and len(client._hot[0].pools) == 1
         connections = [r.get("connection") for r in log]
         assert connections[0] == connections[1] and 3 <= len(set(connections)) <= 7, connections
