@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import random
 import re
 import socket
 import ssl
 import threading
 import time
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets
 from ansible_collections.wpcloud.hosting.plugins.module_utils._version import collection_version
@@ -47,11 +48,12 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import
 
 try:
     import requests
+    import urllib3
     from requests.adapters import HTTPAdapter
     HAS_REQUESTS = True
     REQUESTS_IMPORT_ERROR = None
 except ImportError as exc:  # pragma: no cover - reported by the modules
-    requests = None
+    requests = urllib3 = None
     HTTPAdapter = object
     HAS_REQUESTS = False
     REQUESTS_IMPORT_ERROR = exc
@@ -68,6 +70,12 @@ POOL_SIZE = CONCURRENT_CALLS * PARALLEL_WAITS
 
 READ = "read"
 WRITE = "write"
+
+# The reads a wait repeats for every item it follows (a 1,000-site wave polls each of them about once a
+# second): they go through a urllib3 pool directly, which costs the controller about half the CPU of a
+# requests session per call (docs/api-choices.md, "A second transport for the hot reads"). Every other call
+# goes through requests. Both transports send the same request and are classified by the same code (call).
+HOT_READS = frozenset(("ticket.summary", "migration.get", "job.status"))
 
 # Writes reuse a kept-alive connection only while the session that opened it is young. A connection
 # that the server closed (its keep-alive timeout) and that fails while a write is being sent would
@@ -253,6 +261,22 @@ def _not_sent(exc):
     return False
 
 
+def _as_requests_error(exc):
+    """The exception requests' adapter raises for urllib3's ``exc`` (urllib3 with retries off raises its own
+    errors unwrapped), so that one classification (call) serves both transports, with the same messages."""
+    errors = requests.exceptions
+    if isinstance(exc, urllib3.exceptions.SSLError):
+        return errors.SSLError(exc)
+    if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+        return errors.ReadTimeout(exc)
+    if isinstance(exc, urllib3.exceptions.ProxyError):
+        return errors.ProxyError(exc)
+    if isinstance(exc, urllib3.exceptions.ConnectTimeoutError) and \
+            not isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return errors.ConnectTimeout(exc)
+    return errors.ConnectionError(exc)
+
+
 def _refused(exc):
     return any(isinstance(item, ConnectionRefusedError) for item in _chain(exc))
 
@@ -362,7 +386,9 @@ class Pace(object):
 
 class WPCloudClient(object):
     """Calls the partner API. One instance per task; reads share a keep-alive session, writes a
-    keep-alive session that is replaced when older than WRITE_SESSION_MAX_AGE.
+    keep-alive session that is replaced when older than WRITE_SESSION_MAX_AGE, and the hot reads
+    (HOT_READS) a keep-alive urllib3 pool. The transport is only how one attempt is sent (_send); the
+    gate, retries, timeouts, TLS settings and the classification of answers and failures are call()'s.
 
     Safe to share between threads (the list forms and the poller call it concurrently). ``secrets``
     (a Secrets, the task's) holds what its error texts must never show; the API key is added to it.
@@ -392,6 +418,8 @@ class WPCloudClient(object):
         self.calls = []  # (operation, status) of every attempt, for results and tests
         self._session = None
         self._writes = None        # (session, when it was made) of the writes
+        self._hot = None           # (the hot reads' urllib3 pool or None,) once made
+        self._hot_headers = None
         self.clock = time.monotonic
         self._lock = threading.Lock()
 
@@ -399,6 +427,10 @@ class WPCloudClient(object):
     def _transport(self):
         """The requests adapter a new session sends through (retries are this client's own)."""
         return HTTPAdapter(max_retries=0, pool_connections=4, pool_maxsize=POOL_SIZE)
+
+    def _pool(self, **tls):
+        """The urllib3 pool the hot reads send through (``tls``: its certificate settings)."""
+        return urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE, **tls)
 
     def _new_session(self):
         session = requests.Session()
@@ -413,6 +445,66 @@ class WPCloudClient(object):
         session.verify = self.verify
         session.trust_env = True  # https_proxy / no_proxy from the environment
         return session
+
+    def _hot_pool(self):
+        """The hot reads' pool, made once; None when they go through requests too: a proxy from the
+        environment applies, or the CA bundle is not there (requests then says so, as it always did)."""
+        hot = self._hot
+        if hot is not None:     # every poll: no lock once made
+            return hot[0]
+        with self._lock:
+            if self._hot is None:
+                self._hot = (self._new_hot_pool(),)
+            return self._hot[0]
+
+    def _new_hot_pool(self):
+        session = self._new_session()
+        try:
+            # What requests itself would use for these requests: the proxy, and the CA bundle (ca_path, else
+            # REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE, else certifi's; never the environment's over ca_path).
+            settings = session.merge_environment_settings(self.base, {}, None, self.verify, None)
+            if requests.utils.select_proxy(self.base, settings["proxies"]):
+                return None
+            verify, tls = settings["verify"], {"cert_reqs": "CERT_NONE"}
+            if verify and self.base.lower().startswith("https"):
+                where = verify if verify is not True else requests.utils.extract_zipped_paths(
+                    requests.utils.DEFAULT_CA_BUNDLE_PATH)
+                if not where or not os.path.exists(where):
+                    return None
+                tls = {"cert_reqs": "CERT_REQUIRED", ("ca_cert_dir" if os.path.isdir(where) else "ca_certs"): where}
+            self._hot_headers = dict(session.headers)
+            return self._pool(**tls)
+        finally:
+            session.close()
+
+    def _send(self, operation, kind, method, url, form):
+        """One attempt through the transport of ``operation``: (status, headers, body), or the exception
+        requests raises for a failed connection (whichever transport sent it)."""
+        pool = self._hot_pool() if operation in HOT_READS else None
+        if pool is None:
+            session = self._write_session() if kind == WRITE else self._read_session()
+            # verify is passed per request: requests would otherwise let REQUESTS_CA_BUNDLE or
+            # CURL_CA_BUNDLE from the environment override ca_path.
+            if method == "GET":
+                resp = session.request(method, url, params=form or None, timeout=self.timeout,
+                                       allow_redirects=False, verify=self.verify)
+            else:
+                resp = session.request(method, url, data=form, timeout=self.timeout,
+                                       allow_redirects=False, verify=self.verify)
+            return resp.status_code, resp.headers, resp.content
+        headers, body = self._hot_headers, None
+        if form and method == "GET":
+            url += "?" + urlencode(form)
+        elif form:
+            headers = dict(headers, **{"Content-Type": "application/x-www-form-urlencoded"})
+            body = urlencode(form).encode("ascii")
+        try:
+            resp = pool.request(method, url, body=body, headers=headers, timeout=self.timeout, retries=False,
+                                redirect=False)
+        except (urllib3.exceptions.TimeoutError, urllib3.exceptions.ProtocolError, urllib3.exceptions.SSLError,
+                urllib3.exceptions.ProxyError, urllib3.exceptions.ClosedPoolError) as exc:
+            raise _as_requests_error(exc) from exc
+        return resp.status, resp.headers, resp.data
 
     def _read_session(self):
         with self._lock:
@@ -432,6 +524,9 @@ class WPCloudClient(object):
 
     def close(self):
         with self._lock:
+            if self._hot is not None and self._hot[0] is not None:
+                self._hot[0].clear()
+            self._hot = None
             if self._session is not None:
                 self._session.close()
                 self._session = None
@@ -465,16 +560,8 @@ class WPCloudClient(object):
             attempt += 1
             delay, paused = None, False
             self.pace.admit()       # before the session is picked: a write never waits on an aging one
-            session = self._write_session() if kind == WRITE else self._read_session()
             try:
-                # verify is passed per request: requests would otherwise let REQUESTS_CA_BUNDLE or
-                # CURL_CA_BUNDLE from the environment override ca_path.
-                if method == "GET":
-                    resp = session.request(method, url, params=form or None, timeout=self.timeout,
-                                           allow_redirects=False, verify=self.verify)
-                else:
-                    resp = session.request(method, url, data=form, timeout=self.timeout,
-                                           allow_redirects=False, verify=self.verify)
+                status, headers, body = self._send(operation, kind, method, url, form)
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
                 if isinstance(exc, requests.exceptions.SSLError) and _certificate_problem(exc):
                     self.calls.append((operation, "tls-error"))
@@ -501,17 +588,17 @@ class WPCloudClient(object):
                 if attempt > REFUSED_RETRIES and _refused(exc):
                     raise error
             else:
-                self.calls.append((operation, resp.status_code))
-                message, data = parse_envelope(resp.status_code, resp.content)
-                if resp.status_code < 300 or resp.status_code in accept_status:
-                    return ApiResponse(resp.status_code, message, data)
-                error = self._status_error(operation, kind, resp.status_code, message, data, attempt)
-                if resp.status_code in GATEWAY_STATUS:  # the service behind the gateway may still be at work
+                self.calls.append((operation, status))
+                message, data = parse_envelope(status, body)
+                if status < 300 or status in accept_status:
+                    return ApiResponse(status, message, data)
+                error = self._status_error(operation, kind, status, message, data, attempt)
+                if status in GATEWAY_STATUS:  # the service behind the gateway may still be at work
                     error.in_flight = self.timeout
-                if resp.status_code not in retry_status:
+                if status not in retry_status:
                     raise error
-                delay = _retry_after(resp.headers)
-                paused = resp.status_code == 429
+                delay = _retry_after(headers)
+                paused = status == 429
             if delay is None:
                 delay = min(BACKOFF_CAP, BACKOFF_BASE * (2 ** (attempt - 1))) * random.uniform(0.5, 1.0)
             if paused:

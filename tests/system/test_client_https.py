@@ -236,3 +236,90 @@ def test_api_key_and_the_tasks_secrets_never_in_error_text(emu, new_site):
                     site=new_site())
     text = str(info.value) + repr(info.value.to_dict())
     assert emu.api_key not in text and SECRET_PASS not in text
+
+
+# -- the hot reads' transport (a urllib3 pool) on real HTTPS: the same outcomes as through requests ------------
+
+def on_requests_only(client):
+    """The client with its hot reads sent through requests too (as when a proxy applies)."""
+    client._hot = (None,)
+    return client
+
+
+def a_ticket(emu, client, new_site):
+    created = client.call("migration.create", params={"remote-host": "src.example", "remote-user": "www"},
+                          site=new_site())
+    mid = created.data["migration-id"]
+    return mid, client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
+
+
+def outcome(client, operation, **args):
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call(operation, **args)
+    return info.value.message, info.value.to_dict(), [status for op, status in client.calls if op == operation]
+
+
+def test_hot_reads_keep_their_connection_alive_and_survive_the_servers_idle_close(tmp_path):
+    emu = start_emulator(tmp_path / "emulator", extra_args=["--idle-timeout", "0.3"])
+    try:
+        emu.add_site(300001, "hot.example", allow_migration=True)
+        client = client_for(emu)
+        mid, ticket = a_ticket(emu, client, lambda: "300001")
+        since = last_seq(emu)
+        for poll in range(6):
+            time.sleep(0.5 if poll % 2 else 0.05)   # every other poll after the server closed the connection
+            client.call("ticket.summary", params={"response-ticket-id": ticket})
+            client.call("migration.get", migration_id=mid)
+        log = emu.requests_log(since)
+        assert [r["endpoint"] for r in log] == ["ticket.summary", "migration.get"] * 6     # none repeated
+        assert not [status for op, status in client.calls if not isinstance(status, int)], client.calls
+        assert client._hot[0] is not None and len(client._hot[0].pools) == 1
+        connections = [r.get("connection") for r in log]
+        assert connections[0] == connections[1] and 3 <= len(set(connections)) <= 7, connections
+    finally:
+        emu.stop()
+
+
+def test_a_hot_read_reset_or_timed_out_is_retried_through_the_pool(emu, new_site):
+    client = client_for(emu, timeout=1)
+    mid, ticket = a_ticket(emu, client, new_site)
+    since = last_seq(emu)
+    emu.set_faults([{"endpoint": "ticket.summary", "reset": "before", "count": 1},
+                    {"endpoint": "migration.get", "latency": 2, "count": 1}])
+    assert client.call("ticket.summary", params={"response-ticket-id": ticket}).status in (200, 202)
+    assert client.call("migration.get", migration_id=mid).status == 200
+    summaries = [status for op, status in client.calls if op == "ticket.summary"]
+    assert summaries[0] == "no-answer" and summaries[1] in (200, 202) and len(summaries) == 2
+    assert [status for op, status in client.calls if op == "migration.get"] == ["no-answer", 200]
+    assert client._hot[0] is not None
+    time.sleep(1.5)  # the slow request is logged when the emulator finishes it
+    assert [r["endpoint"] for r in emu.requests_log(since)].count("migration.get") == 2
+
+
+def test_hot_read_failures_through_the_pool_are_those_through_requests(emu, new_site, closed_port, monkeypatch):
+    mid, ticket = a_ticket(emu, client_for(emu), new_site)
+    args = {"params": {"response-ticket-id": ticket}}
+    for make in (lambda **kw: client_for(emu, **kw), lambda **kw: on_requests_only(client_for(emu, **kw))):
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent.pem")
+        assert make().call("ticket.summary", **args).status in (200, 202)          # ca_path over the environment
+        monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    outcomes = []
+    for make in (lambda **kw: client_for(emu, **kw), lambda **kw: on_requests_only(client_for(emu, **kw))):
+        tls = outcome(make(ca_path=None), "ticket.summary", **args)
+        refused = outcome(make(api_url="https://127.0.0.1:%d" % closed_port, retries=1), "migration.get",
+                          migration_id=mid)
+        emu.set_faults([{"endpoint": "ticket.summary", "reset": "before", "count": 99}])
+        reset = outcome(make(retries=1), "ticket.summary", **args)
+        emu.set_faults([{"endpoint": "migration.get", "latency": 1.5, "count": 99}])
+        slow = outcome(make(retries=0, timeout=0.5), "migration.get", migration_id=mid)
+        emu.set_faults([{"endpoint": "ticket.summary", "status": 503, "count": 99}])
+        unavailable = outcome(make(retries=1), "ticket.summary", **args)
+        emu.set_faults([])
+        outcomes.append((tls, refused, reset, slow, unavailable))
+    assert outcomes[0] == outcomes[1]
+    tls, refused, reset, slow, unavailable = outcomes[0]
+    assert "TLS certificate verification failed" in tls[0] and tls[1]["effect"] == "none"
+    assert "connection refused" in refused[0] and refused[1]["effect"] == "none" and refused[2] == ["not-sent"] * 2
+    assert reset[1]["effect"] == "unknown" and reset[1]["retry_safe"] and reset[2] == ["no-answer"] * 2
+    assert slow[1]["effect"] == "unknown" and slow[2] == ["no-answer"]
+    assert unavailable[1]["status"] == 503 and unavailable[2] == [503, 503]

@@ -1,6 +1,8 @@
 #!/usr/bin/env python
-"""Client CPU per ticket.summary poll: the collection's client (requests) against urllib3 directly, on one
-kept-alive connection to the emulator, single thread, interleaved, three repeats (docs/performance.md).
+"""Client CPU per ticket.summary poll, three ways on one kept-alive connection to the emulator, single thread,
+interleaved, three repeats (docs/performance.md): the collection's client through requests (its transport for
+writes and ordinary reads), urllib3 directly (the floor), and the collection's client through its hot-read
+transport (the urllib3 pool behind HOT_READS), each a whole call(): gate, retries, envelope.
 
     make tree && .venv/bin/python tests/benchmarks/fleet/percall.py [WORKDIR]
 
@@ -33,23 +35,32 @@ try:
     headers = {"Auth": emu.api_key, "User-Agent": "x", "Accept": "application/json"}
     N = 1500
 
+    plain = WPCloudClient(api_url=emu.url, api_key=emu.api_key, ca_path=emu.ca_path)
+    plain._hot = (None,)   # hot reads through requests, as before the hot-read transport (or behind a proxy)
+
     def via_requests():
         for dummy in range(N):
+            plain.call("ticket.summary", params={"response-ticket-id": tid})
+
+    def via_client_pool():
+        for dummy in range(N):
             client.call("ticket.summary", params={"response-ticket-id": tid})
+        assert client._hot[0] is not None
 
     def via_urllib3():
         for dummy in range(N):
             r = pool.request("POST", url, fields={"response-ticket-id": tid}, headers=headers, encode_multipart=False,
                              timeout=30, retries=False, redirect=False)
             json.loads(r.data)
-    out = {"requests": [], "urllib3": []}
+    out = {"requests": [], "urllib3": [], "client-pool": []}
+    print("loadavg before", open("/proc/loadavg").read().split()[:3])
     for rep in range(3):
-        for name, fn in (("requests", via_requests), ("urllib3", via_urllib3)):
+        for name, fn in (("requests", via_requests), ("urllib3", via_urllib3), ("client-pool", via_client_pool)):
             c0, w0 = time.process_time(), time.monotonic()
             fn()
             out[name].append(((time.process_time() - c0) / N * 1000, (time.monotonic() - w0) / N * 1000))
     for name, vals in out.items():
         print(name, "CPU ms/call", sorted(round(v[0], 3) for v in vals), "wall ms/call", sorted(round(v[1], 3) for v in vals))
-    print("loadavg", open("/proc/loadavg").read().split()[:3])
+    print("loadavg after", open("/proc/loadavg").read().split()[:3])
 finally:
     emu.stop()

@@ -16,9 +16,10 @@ from ansible_collections.wpcloud.hosting.tests.unit.plugins.fake_service import 
 
 @pytest.fixture()
 def fake_api(monkeypatch):
-    """A FakeService that every WPCloudClient of the test sends through."""
+    """A FakeService that every WPCloudClient of the test sends through (both transports)."""
     service = FakeService()
     monkeypatch.setattr(_client.WPCloudClient, "_transport", lambda client: service.adapter())
+    monkeypatch.setattr(_client.WPCloudClient, "_pool", lambda client, **tls: service.pool(**tls))
     return service
 
 

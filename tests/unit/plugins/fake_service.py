@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The partner API in memory, behind a requests transport adapter: no server, no socket.
+"""The partner API in memory, behind a requests transport adapter and a urllib3 pool: no server, no socket.
 
-Every session of a WPCloudClient sends through ``FakeService.adapter()`` (the ``fake_api`` fixture mounts
-it), so the client's own code runs whole: the operation table, form bodies and query strings, the Auth
+Every session of a WPCloudClient sends through ``FakeService.adapter()``, and its pool for the hot reads
+(HOT_READS) is ``FakeService.pool()`` (the ``fake_api`` fixture puts both in place), so the client's own
+code runs whole: the operation table, form bodies and query strings, the Auth
 header, the envelope, statuses and the retry rules. The service keeps what the modules rely on (sites and
 their allow_site_migration, migrations with their states, client metadata, response tickets) and logs
 every request like the emulator's request log (tests/support/emulator): operation, method, parameter names, and
 whether it writes. ``fault`` makes the next matching requests fail as a network or a service does,
-with the exception chains requests and urllib3 raise.
+with the exception chains requests and urllib3 raise (each transport gets its library's).
 
 Real HTTPS against the emulator: tests/system/test_client_https.py.
 """
@@ -18,11 +19,13 @@ from __future__ import annotations
 import json
 import re
 import ssl
+from types import SimpleNamespace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import requests
 from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
+from urllib3 import HTTPResponse
 from urllib3.exceptions import (
     ConnectTimeoutError,
     MaxRetryError,
@@ -59,32 +62,51 @@ def _caused(*chain):
     return chain[-1]
 
 
-def network_error(kind, url):
-    """The exception requests raises for a network failure of ``kind``."""
+def _urllib3_error(kind, url):
+    """What urllib3 raises with retries off (the hot reads' pool) for a network failure of ``kind``."""
     if kind == "refused":
         return _caused(ConnectionRefusedError(111, "Connection refused"),
-                       NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"),
-                       MaxRetryError(None, url), requests.exceptions.ConnectionError("Max retries exceeded"))
+                       NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"))
     if kind == "connect-timeout":
-        reason = ConnectTimeoutError(None, "Connection to api.wpcloud.test timed out. (connect timeout=1)")
-        return _caused(reason, MaxRetryError(None, url, reason), requests.exceptions.ConnectTimeout("timed out"))
+        return ConnectTimeoutError(None, "Connection to api.wpcloud.test timed out. (connect timeout=1)")
     if kind == "read-timeout":
-        return _caused(ReadTimeoutError(None, url, "Read timed out. (read timeout=1)"),
-                       requests.exceptions.ReadTimeout("Read timed out."))
+        return ReadTimeoutError(None, url, "Read timed out. (read timeout=1)")
     if kind == "reset":
-        return _caused(ConnectionResetError(104, "Connection reset by peer"),
-                       ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")),
-                       requests.exceptions.ConnectionError("Connection aborted."))
+        reset = ConnectionResetError(104, "Connection reset by peer")
+        return _caused(reset, ProtocolError("Connection aborted.", reset))
     if kind == "tls":
         verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
                                                  "unable to get local issuer certificate")
-        return _caused(verify, Urllib3SSLError(verify), MaxRetryError(None, url),
-                       requests.exceptions.SSLError("certificate verify failed"))
+        return _caused(verify, Urllib3SSLError(verify))
     if kind == "tls-record":
         # A TLS record error mid-request (not about the certificate): a lost connection.
         lost = ssl.SSLError(1, "[SSL: DECRYPTION_FAILED_OR_BAD_RECORD_MAC] decryption failed or bad record mac")
-        return _caused(lost, requests.exceptions.SSLError("bad record mac"))
+        return _caused(lost, Urllib3SSLError(lost))
     raise ValueError(kind)
+
+
+# What requests raises over urllib3's error (its adapter runs urllib3 with max_retries=0: failures before
+# sending come wrapped in a MaxRetryError).
+_REQUESTS_ERRORS = {
+    "refused": (True, requests.exceptions.ConnectionError, "Max retries exceeded"),
+    "connect-timeout": (True, requests.exceptions.ConnectTimeout, "timed out"),
+    "read-timeout": (False, requests.exceptions.ReadTimeout, "Read timed out."),
+    "reset": (False, requests.exceptions.ConnectionError, "Connection aborted."),
+    "tls": (True, requests.exceptions.SSLError, "certificate verify failed"),
+    "tls-record": (False, requests.exceptions.SSLError, "bad record mac"),
+}
+
+
+def network_error(kind, url, layer="requests"):
+    """The exception requests (``layer`` "urllib3": urllib3 with retries off) raises for a network failure of
+    ``kind``, caused by the chain below it as the libraries raise it."""
+    low = _urllib3_error(kind, url)
+    if layer == "urllib3":
+        return low
+    wrapped, error, text = _REQUESTS_ERRORS[kind]
+    if wrapped:
+        low = _caused(low, MaxRetryError(None, url, low))
+    return _caused(low, error(text))
 
 
 class FakeTransport(BaseAdapter):
@@ -99,6 +121,24 @@ class FakeTransport(BaseAdapter):
         return self.service.handle(request)
 
     def close(self):
+        pass
+
+
+class FakePool(object):
+    """A urllib3 PoolManager (the hot reads' transport) that hands every request to a FakeService."""
+
+    def __init__(self, service, tls):
+        self.service, self.tls = service, tls
+
+    def request(self, method, url, body=None, headers=None, timeout=None, retries=None, redirect=None):
+        assert retries is False and redirect is False, "the client's retries are its own; redirects not followed"
+        # What the pool verifies against, as requests' verify would say it (False, or the CA bundle).
+        self.service.verified.append(self.tls.get("ca_certs") or self.tls.get("ca_cert_dir") or False)
+        request = SimpleNamespace(method=method, url=url, body=body, headers=dict(headers or {}))
+        resp = self.service.handle(request, layer="urllib3")
+        return HTTPResponse(body=resp.content, headers=dict(resp.headers), status=resp.status_code)
+
+    def clear(self):
         pass
 
 
@@ -130,6 +170,9 @@ class FakeService(object):
 
     def adapter(self):
         return FakeTransport(self)
+
+    def pool(self, **tls):
+        return FakePool(self, tls)
 
     # -- what the tests set up ---------------------------------------------------------------------------
     def add_site(self, site, allow=None):
@@ -181,7 +224,7 @@ class FakeService(object):
             return self._response(request, fault["status"], raw=fault["body"], headers=headers)
         return self._response(request, fault["status"], "fault", [], headers)
 
-    def handle(self, request):
+    def handle(self, request, layer="requests"):
         parts = urlsplit(request.url)
         assert parts.path.startswith(API_PREFIX), parts.path
         route = [(name, kind, match) for method, pattern, name, kind in ROUTES
@@ -194,12 +237,12 @@ class FakeService(object):
         params = dict(parse_qsl(parts.query if request.method == "GET" else body, keep_blank_values=True))
         entry = {"operation": name, "method": request.method, "path": parts.path, "query": parts.query,
                  "params": sorted(params), "sent": params, "write": kind == WRITE,
-                 "headers": dict(request.headers), "status": None}
+                 "headers": dict(request.headers), "status": None, "transport": layer}
         self.log.append(entry)
         fault = self._take_fault(name)
         if fault and fault["error"] and not fault["after"]:
             entry["status"] = fault["error"]
-            raise network_error(fault["error"], request.url)
+            raise network_error(fault["error"], request.url, layer)
         if fault and fault["status"] and not fault["after"]:
             return self._faulted(request, entry, fault)
         if request.headers.get("Auth") != self.api_key:
@@ -209,7 +252,7 @@ class FakeService(object):
         entry["status"] = status
         if fault and fault["error"]:
             entry["status"] = fault["error"]
-            raise network_error(fault["error"], request.url)
+            raise network_error(fault["error"], request.url, layer)
         if fault and fault["status"]:          # applied, then answered with the fault's status
             return self._faulted(request, entry, fault)
         if status == 202:

@@ -400,3 +400,120 @@ def test_the_ceiling_holds_for_concurrent_calls(fake_api, client_for):
     for thread in threads:
         thread.join(10)
     assert len(fake_api.log) == 21 and time.monotonic() - started >= 0.95     # 21 requests at 20/s: >= 1 s
+
+
+# -- the hot reads' transport (urllib3 directly): the same answers and failures as through requests ----------
+
+def on_requests_only(client):
+    """The client with its hot reads sent through requests too (as when a proxy applies)."""
+    client._hot = (None,)
+    return client
+
+
+def ticket_for(fake_api, steps=("pending", "success")):
+    mid = fake_api.add_migration()
+    fake_api.script("preflight", steps=list(steps))
+    return mid
+
+
+def test_hot_reads_go_through_the_pool_and_everything_else_through_requests(fake_api, client_for):
+    mid = ticket_for(fake_api)
+    client = client_for()
+    ticket = client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
+    pending = client.call("ticket.summary", params={"response-ticket-id": ticket})
+    done = client.call("ticket.summary", params={"response-ticket-id": ticket})
+    state = client.call("migration.get", migration_id=mid)
+    full = client.call("ticket.full", params={"response-ticket-id": ticket})
+    assert [(c["operation"], c["transport"]) for c in fake_api.log] == [
+        ("migration.preflight", "requests"), ("ticket.summary", "urllib3"), ("ticket.summary", "urllib3"),
+        ("migration.get", "urllib3"), ("ticket.full", "requests")]
+    assert pending.status == 202 and pending.pending and done.data["status"] == "success"
+    assert state.data["state"] == "preflight-succeeded" and full.status == 200
+    assert client.load()["calls"] == 5            # the gate counts both transports
+
+
+def test_hot_reads_send_the_same_request_through_either_transport(fake_api, client_for):
+    fake_api.jobs[701] = {"id": "701", "steps": ["running"], "data": {}}
+    mid = ticket_for(fake_api, steps=["running"])
+    for client in (client_for(), on_requests_only(client_for())):
+        ticket = client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
+        client.call("ticket.summary", params={"response-ticket-id": ticket})
+        client.call("job.status", params={"detail": "x"}, job_id=701)
+        fake_api.log = [c for c in fake_api.log if c["operation"] != "migration.preflight"]
+    lean, plain = fake_api.log[:2], fake_api.log[2:]
+    assert [c["transport"] for c in lean + plain] == ["urllib3"] * 2 + ["requests"] * 2
+    for mine, theirs in zip(lean, plain):
+        assert (mine["method"], mine["path"], mine["query"], mine["params"]) == \
+            (theirs["method"], theirs["path"], theirs["query"], theirs["params"])
+        assert mine["sent"].keys() == theirs["sent"].keys() and mine["query"] == theirs["query"]
+        for header in ("Auth", "User-Agent", "Accept", "Accept-Encoding", "Connection", "Content-Type"):
+            assert mine["headers"].get(header) == theirs["headers"].get(header), header
+
+
+def failure(client, operation, **args):
+    with pytest.raises(WPCloudAPIError) as info:
+        client.call(operation, **args)
+    error = info.value
+    return (error.message, error.to_dict(), error.in_flight, list(client.calls), len(client.slept))
+
+
+@pytest.mark.parametrize("fault", [dict(error="refused", count=99), dict(error="connect-timeout", count=99),
+                                   dict(error="read-timeout", count=99), dict(error="reset", count=99),
+                                   dict(error="tls"), dict(error="tls-record", count=99),
+                                   dict(status=503, count=99), dict(status=502, count=99),
+                                   dict(status=429, retry_after=0, count=99), dict(status=404),
+                                   dict(status=403), dict(status=400, body="<html>proxy says no</html>")])
+def test_a_hot_read_fails_through_the_pool_as_through_requests(fake_api, client_for, fault):
+    outcomes = []
+    for client in (client_for(retries=2), on_requests_only(client_for(retries=2))):
+        fake_api.fault("ticket.summary", **fault)
+        outcomes.append(failure(client, "ticket.summary", params={"response-ticket-id": "t.1"}))
+        fake_api.faults = []
+    assert [c["transport"] for c in fake_api.log][0] == "urllib3" and fake_api.log[-1]["transport"] == "requests"
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_hot_read_whose_connection_failed_is_retried_through_the_pool(fake_api, client_for):
+    mid = ticket_for(fake_api, steps=["running"])
+    fake_api.fault("migration.get", error="reset")
+    assert client_for().call("migration.get", migration_id=mid).data["state"] == "new"
+    assert [(c["transport"], c["status"]) for c in fake_api.log] == [("urllib3", "reset"), ("urllib3", 200)]
+
+
+def test_the_pool_verifies_as_requests_would(fake_api, client_for, tmp_path, monkeypatch):
+    ca, bundle = tmp_path / "ca.pem", tmp_path / "bundle.pem"
+    ca.write_text("x")
+    bundle.write_text("x")
+    mid = ticket_for(fake_api)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    for options in (dict(ca_path=str(ca)), dict(ca_path=str(ca), validate_certs=False), dict()):
+        client_for(**options).call("migration.get", migration_id=mid)
+        on_requests_only(client_for(**options)).call("migration.get", migration_id=mid)
+    # ca_path over the environment's bundle; no verification; without ca_path the environment's bundle (what
+    # requests makes of verify=True: its adapter sees the bundle).
+    assert fake_api.verified == [str(ca), str(ca), False, False, str(bundle), str(bundle)]
+    assert [c["transport"] for c in fake_api.log] == ["urllib3", "requests"] * 3
+
+
+@pytest.mark.parametrize("environment", [{"HTTPS_PROXY": "http://proxy.example:3128"},
+                                         {"REQUESTS_CA_BUNDLE": "/nonexistent/bundle.pem"}])
+def test_hot_reads_go_through_requests_where_a_proxy_or_a_missing_ca_bundle_applies(fake_api, client_for,
+                                                                                    monkeypatch, environment):
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    mid = ticket_for(fake_api)
+    client_for().call("migration.get", migration_id=mid)
+    assert [c["transport"] for c in fake_api.log] == ["requests"]
+
+
+def test_closing_the_client_closes_the_pool(fake_api, client_for):
+    mid = ticket_for(fake_api)
+    client = client_for()
+    client.call("migration.get", migration_id=mid)
+    pool = client._hot[0]
+    cleared = []
+    pool.clear = lambda: cleared.append(1)
+    client.close()
+    assert cleared == [1] and client._hot is None
+    client.call("migration.get", migration_id=mid)          # a closed client makes a new pool when used again
+    assert client._hot[0] is not pool
