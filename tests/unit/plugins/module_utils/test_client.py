@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
     OPERATIONS,
     WRITE,
     WRITE_SESSION_MAX_AGE,
@@ -20,8 +20,8 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
     parse_envelope,
     php_form,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets
-from ansible_collections.wpcloud.hosting.plugins.module_utils._version import collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
 
 SECRET_PASS = "canary-remote-pass-7f3a9"
 

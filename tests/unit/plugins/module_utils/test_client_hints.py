@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_connection_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_connection_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
     READ,
     REFUSED_RETRIES,
     WPCloudAPIError,
     WPCloudClient,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 
 
 def _client(fake_api, **options):

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import client_meta
 
 KEY_1 = "0f1e2d3c4b5a6978" * 3

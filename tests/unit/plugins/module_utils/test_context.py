@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _context
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import context
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info
 
 SPEC = migration_info.MODULE_SPEC["argument_spec"]
@@ -20,14 +20,14 @@ def params(fake_api, **extra):
 
 def test_threads_asking_at_once_get_one_client(fake_api, monkeypatch):
     made = []
-    real = _context.WPCloudClient
+    real = context.WPCloudClient
     started = threading.Barrier(8)
 
     def slow_client(**options):
         made.append(options)
         return real(**options)
 
-    monkeypatch.setattr(_context, "WPCloudClient", slow_client)
+    monkeypatch.setattr(context, "WPCloudClient", slow_client)
     ctx = ModuleContext(params(fake_api), SPEC)
 
     def ask(item):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The diagnosis table (module_utils/_vocabulary.py) on the emulator's own message texts."""
+"""The diagnosis table (module_utils/service/vocabulary.py) on the emulator's own message texts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import diagnose
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import diagnose
 
 # The emulator's message texts: a plain module of constants and formatters, imported, never run as a server.
 EMULATOR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "support", "emulator"))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info
 
 UNREACHABLE = "https://127.0.0.1:9"

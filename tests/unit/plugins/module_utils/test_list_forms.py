@@ -11,12 +11,12 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _context
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import no_log_values
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import _element_params
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import context
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import _element_params
 from ansible_collections.wpcloud.hosting.plugins.modules import migration as migration_module
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info as migration_info_module
 
@@ -108,13 +108,13 @@ def test_an_empty_list_calls_nothing():
 
 def test_uses_a_bounded_pool_for_few_items(monkeypatch):
     sizes = []
-    real = _context.ThreadPoolExecutor
+    real = context.ThreadPoolExecutor
 
     def recording(max_workers):
         sizes.append(max_workers)
         return real(max_workers=max_workers)
 
-    monkeypatch.setattr(_context, "ThreadPoolExecutor", recording)
+    monkeypatch.setattr(context, "ThreadPoolExecutor", recording)
     run_for_each([1, 2, 3], lambda item: {})
     run_for_each(list(range(100)), lambda item: {})
     assert sizes == [3, CONCURRENT_CALLS]

@@ -10,8 +10,8 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import MASK, Secrets, mask, no_log_values
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import redact_record
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import MASK, Secrets, mask, no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import redact_record
 from ansible_collections.wpcloud.hosting.plugins.modules import (
     client_meta,
     migration,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import MASK
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import MASK
 from ansible_collections.wpcloud.hosting.plugins.modules import migration, migration_info
 
 SOURCE = {"remote_host": "src.example", "remote_user": "www"}

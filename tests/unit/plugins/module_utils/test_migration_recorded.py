@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import same_secret, secret_digest
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import same_secret, secret_digest
 from ansible_collections.wpcloud.hosting.plugins.modules import migration
 
 PASSWORD = "vaulted-Pass-1"

@@ -15,8 +15,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import FIELD_NAMES
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import FIELD_NAMES
 from ansible_collections.wpcloud.hosting.plugins.modules import migration
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info
 

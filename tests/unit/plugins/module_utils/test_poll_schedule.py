@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import (
     Progress,
     Ticket,
     poll_gap,
     poll_until_done,
     wait_for_tickets,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import DEFAULT_POLL_MAX_INTERVAL
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import DEFAULT_POLL_MAX_INTERVAL
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.test_progress import FakeTime
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import (
     parse_count,
     parse_messages,
     parse_status,

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import (
     Progress,
     Ticket,
     poll_until_done,
     progress_for,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import MigrationRun
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_runs import MigrationRun
 
 
 class FakeTime(object):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_preflight, migration_ready
 from ansible_collections.wpcloud.hosting.plugins.modules import response_ticket_wait
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import read_allow_site_migration
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import read_allow_site_migration
 from ansible_collections.wpcloud.hosting.plugins.modules import site_allow_migration
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import site_info
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.fake_service import SITE_DB_PASS
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import site
 
 NEW = {"client": "acme", "domain": "shop.example", "admin_user": "shopadmin", "admin_email": "a@shop.example",

@@ -13,8 +13,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._ssh_key import inspect_ssh_id
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.ssh_key import inspect_ssh_id
 
 PHRASE = "phrase-Canary-7"
 

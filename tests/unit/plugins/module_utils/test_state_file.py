@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import read_state_file, write_state_file
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import read_state_file, write_state_file
 
 
 def test_a_missing_file_is_no_state(tmp_path):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writes whose effect is unknown are resolved by a read (module_utils/_uncertain.py): when the read
+"""Writes whose effect is unknown are resolved by a read (module_utils/api/uncertain_writes.py): when the read
 shows the write happened it is not sent again; when it proves it did not, it is sent once more. Failed
 polls never end a wait that has time left. All on the fake service."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _uncertain
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api import uncertain_writes
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import client_meta, migration, migration_preflight
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_ready, response_ticket_wait
 from ansible_collections.wpcloud.hosting.plugins.modules import site_allow_migration
@@ -56,7 +56,7 @@ def test_a_write_that_stays_unknown_is_given_up_after_max_sends(fake_api, run_lo
     fake_api.fault("migration.create", status=500, count=99)
     result, warnings = run_logic(migration, NEW)
     assert isinstance(result, ModuleFailure) and result.details["failure"]["effect"] == "unknown"
-    assert len(writes(fake_api, "migration.create")) == _uncertain.MAX_SENDS and not fake_api.migrations
+    assert len(writes(fake_api, "migration.create")) == uncertain_writes.MAX_SENDS and not fake_api.migrations
     assert result.details["uncertain"][0]["outcome"] == "unresolved"
 
 
@@ -159,7 +159,7 @@ def test_a_ticket_wait_that_times_out_while_polls_fail_says_the_last_error(fake_
 
 def test_write_once_reports_nothing_for_a_clean_write():
     uncertain = []
-    assert _uncertain.write_once("x", lambda: "ok", lambda: None, uncertain, "x") == "ok" and uncertain == []
+    assert uncertain_writes.write_once("x", lambda: "ok", lambda: None, uncertain, "x") == "ok" and uncertain == []
 
 
 def test_write_once_raises_a_read_failure_as_it_is():
@@ -169,7 +169,7 @@ def test_write_once_raises_a_read_failure_as_it_is():
     def happened():
         raise WPCloudAPIError("read failed", status=500)
     with pytest.raises(WPCloudAPIError, match="read failed"):
-        _uncertain.write_once("x", send, happened, [], "x", sleep=lambda s: None)
+        uncertain_writes.write_once("x", send, happened, [], "x", sleep=lambda s: None)
 
 
 class LateService(object):
@@ -199,7 +199,7 @@ def test_a_write_applied_after_the_settle_is_seen_and_not_repeated(fake_time, ap
     plus the margin; the reads keep going and see it, and nothing is sent again."""
     late = LateService(fake_time, applied_at)
     uncertain = []
-    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "it happened"
+    assert uncertain_writes.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "it happened"
     assert len(late.sent) == 1 and uncertain[0]["outcome"] == "happened"
     assert late.reads[-1] - late.sent[0] >= applied_at
 
@@ -207,18 +207,18 @@ def test_a_write_applied_after_the_settle_is_seen_and_not_repeated(fake_time, ap
 def test_a_write_that_never_arrives_is_repeated_only_after_the_window(fake_time):
     late = LateService(fake_time, applied_at=999)
     uncertain = []
-    assert _uncertain.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "sent again"
+    assert uncertain_writes.write_once("migration.ready", late.send, late.happened, uncertain, "x") == "sent again"
     gave_up = late.sent[0] + late.in_flight
-    window = late.in_flight + _uncertain.IN_FLIGHT_MARGIN
+    window = late.in_flight + uncertain_writes.IN_FLIGHT_MARGIN
     assert late.reads[-1] >= gave_up + window and late.sent[1] >= gave_up + window
-    assert all(b - a <= _uncertain.READ_PAUSE_CAP for a, b in zip(late.reads, late.reads[1:]))
+    assert all(b - a <= uncertain_writes.READ_PAUSE_CAP for a, b in zip(late.reads, late.reads[1:]))
     assert uncertain[0]["outcome"] == "repeated"
 
 
 def test_a_read_that_shows_the_write_ends_the_doubt_at_once(fake_time):
     late = LateService(fake_time, applied_at=0, in_flight=30)
-    assert _uncertain.write_once("migration.create", late.send, late.happened, [], "x") == "it happened"
-    assert len(late.reads) == 1 and fake_time.naps == [_uncertain.SETTLE_SECONDS]
+    assert uncertain_writes.write_once("migration.create", late.send, late.happened, [], "x") == "it happened"
+    assert len(late.reads) == 1 and fake_time.naps == [uncertain_writes.SETTLE_SECONDS]
 
 
 def test_an_answered_500_is_decided_by_one_read(fake_time):
@@ -229,8 +229,8 @@ def test_an_answered_500_is_decided_by_one_read(fake_time):
         if len(sends) == 1:
             raise WPCloudAPIError("HTTP 500", status=500, effect="unknown")
         return "ok"
-    assert _uncertain.write_once("x", send, lambda: None, [], "x") == "ok"
-    assert fake_time.naps == [_uncertain.SETTLE_SECONDS]
+    assert uncertain_writes.write_once("x", send, lambda: None, [], "x") == "ok"
+    assert fake_time.naps == [uncertain_writes.SETTLE_SECONDS]
 
 
 def test_a_failed_read_inside_the_window_is_read_again(fake_time):
@@ -242,7 +242,7 @@ def test_a_failed_read_inside_the_window_is_read_again(fake_time):
         if len(reads) == 1:
             raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
         return late.happened()
-    assert _uncertain.write_once("migration.ready", late.send, happened, [], "x") == "it happened"
+    assert uncertain_writes.write_once("migration.ready", late.send, happened, [], "x") == "it happened"
     assert len(late.sent) == 1 and len(reads) >= 2
 
 
@@ -253,6 +253,6 @@ def test_a_read_that_fails_after_the_window_leaves_the_write_unresolved(fake_tim
     def happened():
         raise WPCloudAPIError("HTTP 503 from migration.get", status=503, retry_safe=True)
     with pytest.raises(WPCloudAPIError, match="503"):
-        _uncertain.write_once("migration.ready", late.send, happened, uncertain, "x")
+        uncertain_writes.write_once("migration.ready", late.send, happened, uncertain, "x")
     assert len(late.sent) == 1 and uncertain[0]["outcome"] == "unresolved"
-    assert fake_time.now >= late.sent[0] + late.in_flight * 2 + _uncertain.IN_FLIGHT_MARGIN
+    assert fake_time.now >= late.sent[0] + late.in_flight * 2 + uncertain_writes.IN_FLIGHT_MARGIN

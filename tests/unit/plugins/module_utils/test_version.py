@@ -8,8 +8,8 @@ import json
 import os
 import re
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _version
-from ansible_collections.wpcloud.hosting.plugins.module_utils._version import COLLECTION_ROOT, collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import COLLECTION_ROOT, collection_version
 
 
 def test_the_checkout_reads_galaxy_yml():
@@ -40,4 +40,4 @@ def test_no_other_file_writes_the_version():
             if name.endswith(".py"):
                 with open(os.path.join(root, name)) as handle:
                     assert not re.search(r"VERSION\s*=\s*['\"]\d", handle.read()), name
-    assert _version.collection_version is collection_version
+    assert version.collection_version is collection_version

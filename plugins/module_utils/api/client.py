@@ -16,7 +16,7 @@ What it owns: the operation table (method and path of every call, and whether it
   or timed out before anything was sent, or the service answered 429;
 * a write whose effect is unknown (read timeout, reset after sending, any 5xx) is never repeated
   here: the error says ``effect: unknown`` and the module resolves it by reading the state the write
-  would have changed (module_utils/_uncertain.py);
+  would have changed (module_utils/api/uncertain_writes.py);
 * being a good citizen at fleet scale: every request of the client (all threads of a task) passes
   one gate (``Pace``): an optional ceiling on requests per second (``rate_limit``), and after a 429
   a pause that holds every worker of the client, not only the one that got it.
@@ -37,9 +37,9 @@ import threading
 import time
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets
-from ansible_collections.wpcloud.hosting.plugins.module_utils._version import collection_version
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     DEFAULT_API_URL,
     DEFAULT_RETRIES,
     DEFAULT_RETRY_TIMEOUT,

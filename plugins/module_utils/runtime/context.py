@@ -14,14 +14,14 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_connection_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_connection_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
     CONCURRENT_CALLS,
     WPCloudAPIError,
     WPCloudClient,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets, no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets, no_log_values
 
 
 class ModuleContext(object):

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import api_failure
 
 # How many times one write may be sent in all, each repeat only after a read proved that the send
 # before it did not take effect. Under 20 % faults on every request, 8 sends leave about one write

@@ -18,7 +18,7 @@ import re
 
 DEFAULT_API_URL = "https://atomic-api.wordpress.com"
 
-# -- defaults of the connection and wait options (module_utils/_args.py, and the client's own) ----------------
+# -- defaults of the connection and wait options (module_utils/runtime/arguments.py, and the client's own) ----------------
 
 DEFAULT_TIMEOUT = 30
 DEFAULT_RETRIES = 5
@@ -28,7 +28,7 @@ DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_PROGRESS_INTERVAL = 15.0
 # The service asks for one second between polls of a pending ticket.
 MIN_POLL_INTERVAL = 1.0
-# The adaptive wait (module_utils/_poller.py poll_gap, docs/api-choices.md): an item is polled every
+# The adaptive wait (module_utils/service/poller.py poll_gap, docs/api-choices.md): an item is polled every
 # poll_interval for its first POLL_STRETCH_AFTER seconds, then the gap grows by POLL_STRETCH seconds times
 # the square root of the seconds past that, up to poll_max_interval. 12 s keeps a 1,000-site wave under
 # 100 requests a second once every run is past about five minutes, and a 5-minute run under 60 polls;

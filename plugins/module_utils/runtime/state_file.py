@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 
 
 # A salted, slow digest of a password last sent (never the password): enough to tell whether a re-run

@@ -8,7 +8,7 @@
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
 Contract (options ``wait``, ``wait_timeout``, ``poll_interval``, ``poll_max_interval``, ``progress_interval``;
-module_utils/_args.py): a 202 means "no response yet", ``running`` keeps the wait going, ``success`` and
+module_utils/runtime/arguments.py): a 202 means "no response yet", ``running`` keeps the wait going, ``success`` and
 ``failure`` end it; a list of items is polled concurrently in rounds, each unfinished item when its next
 poll is due, so waiting on 100 tickets takes about as long as the slowest one. The gap between two polls
 of an item grows with its age (poll_gap): every poll_interval at first, at most poll_max_interval.
@@ -24,8 +24,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS, WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     POLL_STRETCH,
     POLL_STRETCH_AFTER,
     TICKET_FAILURE,

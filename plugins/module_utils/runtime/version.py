@@ -19,7 +19,7 @@ import json
 import os
 import re
 
-COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+COLLECTION_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 @functools.lru_cache(maxsize=None)

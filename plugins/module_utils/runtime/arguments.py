@@ -18,9 +18,9 @@ import re
 
 from ansible.module_utils.common.parameters import env_fallback
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import MISSING_KEY
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import MISSING_KEY
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     DEFAULT_API_URL,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_POLL_MAX_INTERVAL,

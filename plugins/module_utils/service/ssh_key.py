@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - reported when ssh_id is used
     serialization = None
     HAS_CRYPTOGRAPHY = False
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 
 
 def _load_private_key(text, password):

@@ -10,12 +10,12 @@ Note that this module util is PRIVATE to the collection. It can have breaking ch
 
 from __future__ import annotations
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 
 
 def run_module(module_spec, logic):

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import WRITE_ONLY_KEYS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import WRITE_ONLY_KEYS
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.signature import (
     MIN_KEY_DISTINCT,
     MIN_KEY_LENGTH,

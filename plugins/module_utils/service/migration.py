@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, validate_host, validate_site
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write, write_once
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import read_allow_site_migration
-from ansible_collections.wpcloud.hosting.plugins.module_utils._ssh_key import inspect_ssh_id
-from ansible_collections.wpcloud.hosting.plugins.module_utils._state_file import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import NULL_ID_MSG, validate_host, validate_site
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write, write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import mask
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import read_allow_site_migration
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.ssh_key import inspect_ssh_id
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import (
     read_state_file,
     same_secret,
     secret_digest,
     write_state_file,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     FIELD_NAMES,
     PLAIN_FIELDS,
     RECORD_SECRETS,

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import validate_site, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import KEY_REFUSED_STATUS, WPCloudAPIError, refused_key
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each, with_api_load
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import Polled, follow, progress_for
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import module_write
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_site, wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import KEY_REFUSED_STATUS, WPCloudAPIError, refused_key
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each, with_api_load
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import Polled, follow, progress_for
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,
     ALLOW_SITE_MIGRATION,

@@ -15,24 +15,24 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import NULL_ID_MSG, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import PARALLEL_WAITS, WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import list_result, run_for_each, with_api_load
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import NULL_ID_MSG, wait_options
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import PARALLEL_WAITS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each, with_api_load
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import (
     get_migration,
     read_migration,
     record_state,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import (
     Polled,
     follow,
     progress_for,
     wait_for_tickets,
     wait_summary,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils._uncertain import write_once
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     ACTIVE_STATES,
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
