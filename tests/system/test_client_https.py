@@ -2,7 +2,7 @@
 secrets on a real TLS connection with a locally made CA, and real network failures (a refused
 connection, resets, timeouts).
 
-The same rules without a server, on a faked HTTP layer: tests/unit/plugins/module_utils/test_client.py.
+The same rules without a server, on a faked HTTP layer: tests/unit/plugins/module_utils/api/test_client.py.
 """
 
 import atexit

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """migration_preflight, migration_ready and response_ticket_wait on the fake service: start, wait, judge,
 follow a run by its state, the migration_ids list forms, progress lines. (Null IDs in check mode:
-test_check_mode.py.)"""
+test_migration_runs_check_mode.py.)"""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller imp
     wait_for_tickets,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import DEFAULT_POLL_MAX_INTERVAL
-from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.test_progress import FakeTime
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.service.test_poller_progress import FakeTime
 
 
 def follow_one(fake, ends_at, wait_timeout=1800, poll_interval=1.0, poll_max_interval=DEFAULT_POLL_MAX_INTERVAL,

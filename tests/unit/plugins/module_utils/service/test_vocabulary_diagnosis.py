@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import diagnose
 
 # The emulator's message texts: a plain module of constants and formatters, imported, never run as a server.
-EMULATOR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "support", "emulator"))
+EMULATOR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "support", "emulator"))
 
 
 @pytest.fixture(scope="module")
