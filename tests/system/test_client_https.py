@@ -22,10 +22,8 @@ _COLLECTIONS = tempfile.mkdtemp(prefix="wpcloud-client-https-")
 atexit.register(shutil.rmtree, _COLLECTIONS, True)
 sys.path.insert(0, str(collection_tree(_COLLECTIONS)))
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (  # noqa: E402
-    WPCloudAPIError,
-    WPCloudClient,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError  # noqa: E402
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets  # noqa: E402
 
 SECRET_PASS = "canary-remote-pass-7f3a9"

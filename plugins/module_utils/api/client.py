@@ -8,7 +8,7 @@
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
 What it owns: the operation table (method and path of every call, and whether it writes), the
-``{message, data}`` envelope, one error type, and the retry rules:
+``{message, data}`` envelope, and the retry rules (the error type and its wording: api/errors.py):
 
 * reads are safe to repeat: they retry on connection errors, resets, read timeouts, 429 and every
   5xx, with capped exponential backoff and jitter, honouring Retry-After, within ``retry_timeout``;
@@ -18,7 +18,7 @@ What it owns: the operation table (method and path of every call, and whether it
   here: the error says ``effect: unknown`` and the module resolves it by reading the state the write
   would have changed (module_utils/api/uncertain_writes.py);
 * being a good citizen at fleet scale: every request of the client (all threads of a task) passes
-  one gate (``Pace``): an optional ceiling on requests per second (``rate_limit``), and after a 429
+  one gate (``Pace``, api/pace.py): an optional ceiling on requests per second (``rate_limit``), and after a 429
   a pause that holds every worker of the client, not only the one that got it.
 
 Credentials never travel in a URL: operations that carry parameters use form bodies.
@@ -26,18 +26,27 @@ Credentials never travel in a URL: operations that carry parameters use form bod
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import random
 import re
 import socket
-import ssl
 import threading
 import time
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import (
+    CONNECTION_WORDS,
+    KEY_REFUSED_STATUS,
+    MISSING_KEY,
+    WPCloudAPIError,
+    certificate_problem,
+    connection_refused,
+    exception_chain,
+    refused_key,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.pace import Pace
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     DEFAULT_API_URL,
@@ -72,14 +81,15 @@ READ = "read"
 WRITE = "write"
 
 # The reads a wait repeats for every item it follows (a 1,000-site wave polls each of them about once a
-# second): they go through a urllib3 pool directly, which costs the controller about half the CPU of a
-# requests session per call (docs/api-choices.md, "A second transport for the hot reads"). Every other call
+# second): they go through a urllib3 pool directly, which costs the controller less CPU per call than a
+# requests session (why: docs/api-choices.md, "A second transport for the hot reads"; how much:
+# docs/performance.md, "What a task costs the controller"). Every other call
 # goes through requests. Both transports send the same request and are classified by the same code (call).
 HOT_READS = frozenset(("ticket.summary", "migration.get", "job.status"))
 
 # Writes reuse a kept-alive connection only while the session that opened it is young. A connection
 # that the server closed (its keep-alive timeout) and that fails while a write is being sent would
-# leave the write's effect unknown (resolved by a read: _uncertain.write_once), so writes never ride a
+# leave the write's effect unknown (resolved by a read: uncertain_writes.write_once), so writes never ride a
 # connection older than this. The service's timeout is unknown; common servers keep idle
 # connections 5 s (Apache) to 75 s (nginx). A young kept-alive connection also costs a write much less
 # than a fresh TLS one (docs/performance.md, "What a task costs the controller").
@@ -115,27 +125,6 @@ OPERATIONS = {
     "migration.ready": ("GET", "migration/ready/{migration_id}", WRITE),
 }
 
-MISSING_KEY = ("api_key is required: set the api_key option (once per play with module_defaults for "
-               "group/wpcloud.hosting.all) or the WPCLOUD_API_KEY environment variable on the controller.")
-
-# HTTP statuses of a refused key. The owner's panel treats 401 and 403 alike as a refused request; the
-# PHP SDK documents 403 as "key not authorized for the requested resource" (docs/api-choices.md).
-KEY_REFUSED_STATUS = (401, 403)
-
-
-def refused_key(status, api_message=None, resource=None, also=None):
-    """The one wording of a 401/403 (every module, the sites inventory and the role show it): the API key
-    first, the service's own message quoted, the other causes named only as possibilities. ``resource``
-    (e.g. "site example.com") says what the key was refused for; ``also`` adds a possible cause of a 403
-    (a 401 is about the key alone)."""
-    return ("The service refused the API key%s (HTTP %d%s). Check api_key (WPCLOUD_API_KEY): it may be "
-            "wrong, revoked, or without access to %s. Other possible causes: the key's IP allow list or "
-            "endpoint access in the partner portal%s." % (
-                " for " + resource if resource else "", status,
-                ', the service says: "%s"' % api_message if api_message else "",
-                resource or "this client account", ", or " + also if also and status == 403 else ""))
-
-
 RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))
 RETRY_STATUS_WRITE = frozenset((429,))
 # A gateway's answer (bad gateway, gateway timeout): the request may still be in the service's hands.
@@ -145,35 +134,6 @@ BACKOFF_CAP = 10.0
 # A refused connection means nothing listens there (a wrong port or host, a service down): after this
 # many retries (about 1.5 s) it is reported, instead of the full backoff (12.7 s with the default retries).
 REFUSED_RETRIES = 2
-
-
-class WPCloudAPIError(Exception):
-    """Any failed call. Carries what a user needs and never a secret.
-
-    ``effect`` is ``none`` when the service provably did not apply the call, ``unknown`` when it may
-    have (a write must not be repeated blindly), ``rejected`` when the service answered with an error.
-    """
-
-    def __init__(self, message, status=None, operation=None, api_message=None, data=None,
-                 retry_safe=False, effect="rejected", attempts=1):
-        super().__init__(message)
-        self.message, self.data = message, data
-        # What a result shows as ``failure`` (to_dict).
-        self.status, self.operation, self.api_message = status, operation, api_message
-        self.retry_safe, self.effect, self.attempts = retry_safe, effect, attempts
-        # For an unknown effect: how long after this error the service may still apply the write (the
-        # client's request timeout: a request can arrive as late as the client waited for its answer).
-        self.in_flight = None
-
-    def to_dict(self):
-        return {
-            "status": self.status,
-            "operation": self.operation,
-            "message": self.api_message,
-            "retry_safe": self.retry_safe,
-            "effect": self.effect,
-            "attempts": self.attempts,
-        }
 
 
 class ApiResponse(object):
@@ -231,28 +191,11 @@ def parse_envelope(status, body):
     return "", payload
 
 
-def _chain(exc):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        reason = getattr(exc, "reason", None)
-        if isinstance(reason, BaseException):
-            yield reason
-        for arg in getattr(exc, "args", ()):
-            if isinstance(arg, BaseException):
-                yield arg
-                reason = getattr(arg, "reason", None)
-                if isinstance(reason, BaseException):
-                    yield reason
-        exc = exc.__cause__ or exc.__context__
-
-
 def _not_sent(exc):
     """True when a connection error provably happened before the request left this host."""
     if requests is not None and isinstance(exc, requests.exceptions.ConnectTimeout):
         return True
-    for item in _chain(exc):
+    for item in exception_chain(exc):
         name = type(item).__name__
         if name in ("NewConnectionError", "ConnectTimeoutError", "NameResolutionError"):
             return True
@@ -277,30 +220,6 @@ def _as_requests_error(exc):
     return errors.ConnectionError(exc)
 
 
-def _refused(exc):
-    return any(isinstance(item, ConnectionRefusedError) for item in _chain(exc))
-
-
-# The causes a user can act on, most specific first (urllib3's own names are matched by name).
-_CONNECTION_WORDS = (
-    (ConnectionRefusedError, "connection refused"),
-    (ConnectionResetError, "connection reset"),
-    (socket.gaierror, "the host name does not resolve"),
-    ("NameResolutionError", "the host name does not resolve"),
-    ("ConnectTimeoutError", "no connection within the timeout"),
-    (socket.timeout, "timed out"),
-)
-
-
-def _certificate_problem(exc):
-    for item in _chain(exc):
-        if isinstance(item, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(item):
-            return True
-        if "hostname" in str(item).lower() and "match" in str(item).lower():
-            return True
-    return False
-
-
 def _retry_after(headers):
     value = (headers or {}).get("Retry-After")
     if not value:
@@ -315,73 +234,6 @@ def _retry_after(headers):
         return max(0.0, when.timestamp() - time.time())
     except (TypeError, ValueError, IndexError):
         return None
-
-
-class Pace(object):
-    """The client-wide gate every request passes: at most ``rate`` requests a second, spaced evenly
-    (0: no ceiling), and no request while a 429's pause lasts. Thread-safe; one per client."""
-
-    def __init__(self, rate=0, clock=None, sleep=None):
-        self.rate = float(rate or 0)
-        self.clock, self.sleep = clock or time.monotonic, sleep or time.sleep
-        if sleep is not None and clock is None:
-            # A sleep that does not really sleep (tests): the gate's clock moves only with it.
-            self._skipped = 0.0
-            self.clock = lambda: self._skipped
-            self.sleep = self._skip_and(sleep)
-        self._next = 0.0              # the earliest moment the next request may go
-        self._paused_until = 0.0
-        self._lock = threading.Lock()
-        self.waited = 0.0             # seconds requests spent at the gate (ceiling and pauses)
-        self.pauses = 0               # 429s that paused the whole client
-        # The load the task put on the service (its result's api_load): every request sent, retries too,
-        # and the most sent within any 1 s.
-        self.sent = 0
-        self.peak = 0
-        self._window = collections.deque()
-
-    def _skip_and(self, sleep):
-        def skip(seconds):
-            self._skipped += seconds
-            sleep(seconds)
-        return skip
-
-    def pause(self, seconds):
-        """A 429: every worker of the client waits ``seconds`` from now."""
-        with self._lock:
-            self.pauses += 1
-            self._paused_until = max(self._paused_until, self.clock() + max(0.0, seconds))
-
-    def _count(self, when):
-        """One request goes at ``when`` (under the lock; ``when`` never decreases)."""
-        self.sent += 1
-        self._window.append(when)
-        while self._window[0] <= when - 1.0:
-            self._window.popleft()
-        self.peak = max(self.peak, len(self._window))
-
-    def admit(self):
-        """Block until this request may go (its slot under the ceiling, after any pause)."""
-        while True:
-            with self._lock:
-                now = self.clock()
-                paused = self._paused_until - now
-                if paused > 0:
-                    self.waited += paused
-                else:
-                    start = max(now, self._next) if self.rate > 0 else now
-                    if self.rate > 0:
-                        self._next = start + 1.0 / self.rate
-                    wait = start - now
-                    self.waited += wait
-                    self._count(start)
-            if paused > 0:
-                # Wait the pause out, then take a slot like everyone else (another 429 may extend it).
-                self.sleep(paused)
-                continue
-            if wait > 0:
-                self.sleep(wait)
-            return
 
 
 class WPCloudClient(object):
@@ -563,7 +415,7 @@ class WPCloudClient(object):
             try:
                 status, headers, body = self._send(operation, kind, method, url, form)
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
-                if isinstance(exc, requests.exceptions.SSLError) and _certificate_problem(exc):
+                if isinstance(exc, requests.exceptions.SSLError) and certificate_problem(exc):
                     self.calls.append((operation, "tls-error"))
                     raise WPCloudAPIError(
                         "TLS certificate verification failed for %s. Check validate_certs and ca_path." % self.base,
@@ -585,7 +437,7 @@ class WPCloudClient(object):
                         operation=operation, retry_safe=False, effect="unknown", attempts=attempt)
                     lost.in_flight = self.timeout
                     raise lost
-                if attempt > REFUSED_RETRIES and _refused(exc):
+                if attempt > REFUSED_RETRIES and connection_refused(exc):
                     raise error
             else:
                 self.calls.append((operation, status))
@@ -616,8 +468,8 @@ class WPCloudClient(object):
 
     def _describe(self, exc):
         """What went wrong with the connection, in words (never the exception's text, which may hold data)."""
-        chain = list(_chain(exc))
-        for kind, words in _CONNECTION_WORDS:
+        chain = list(exception_chain(exc))
+        for kind, words in CONNECTION_WORDS:
             if any(type(item).__name__ == kind if isinstance(kind, str) else isinstance(item, kind) for item in chain):
                 return words
         if requests is not None and isinstance(exc, requests.exceptions.Timeout):

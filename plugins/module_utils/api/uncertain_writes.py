@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import api_failure
 
 # How many times one write may be sent in all, each repeat only after a read proved that the send

@@ -18,7 +18,7 @@ import re
 
 from ansible.module_utils.common.parameters import env_fallback
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import MISSING_KEY
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import MISSING_KEY
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     DEFAULT_API_URL,

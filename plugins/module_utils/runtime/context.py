@@ -15,11 +15,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_connection_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
-    CONCURRENT_CALLS,
-    WPCloudAPIError,
-    WPCloudClient,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS, WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets, no_log_values
 

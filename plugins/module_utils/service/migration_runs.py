@@ -16,7 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import NULL_ID_MSG, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import PARALLEL_WAITS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import PARALLEL_WAITS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import (

@@ -24,7 +24,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS, WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     POLL_STRETCH,
     POLL_STRETCH_AFTER,

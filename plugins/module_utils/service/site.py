@@ -13,7 +13,11 @@ from __future__ import annotations
 import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_site, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import KEY_REFUSED_STATUS, WPCloudAPIError, refused_key
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import (
+    KEY_REFUSED_STATUS,
+    WPCloudAPIError,
+    refused_key,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import Polled, follow, progress_for

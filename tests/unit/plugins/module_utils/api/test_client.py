@@ -12,14 +12,14 @@ import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
     OPERATIONS,
+    WPCloudClient,
     WRITE,
     WRITE_SESSION_MAX_AGE,
-    Pace,
-    WPCloudAPIError,
-    WPCloudClient,
     parse_envelope,
     php_form,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.pace import Pace
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
 

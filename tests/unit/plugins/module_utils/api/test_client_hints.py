@@ -9,12 +9,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_connection_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import (
-    READ,
-    REFUSED_RETRIES,
-    WPCloudAPIError,
-    WPCloudClient,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import READ, REFUSED_RETRIES, WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 

@@ -6,7 +6,7 @@ HTTP layer."""
 
 from __future__ import annotations
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import Pace
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.pace import Pace
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_preflight, response_ticket_wait, site
 

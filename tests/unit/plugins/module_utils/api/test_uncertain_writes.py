@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api import uncertain_writes
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import client_meta, migration, migration_preflight
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_ready, response_ticket_wait
