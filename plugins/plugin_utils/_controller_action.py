@@ -14,7 +14,7 @@ spec (same object: defaults, choices, mutual exclusions, env fallbacks), runs th
 no_log values in the result with the collection's one masking function, as the classic module path does
 (module_utils/api/masking.py). ``wpcloud_hosting_execution: module`` runs the classic module.
 
-The no_log values come from ``_masking.no_log_values`` on the validated parameters, not from the
+The no_log values come from ``masking.no_log_values`` (module_utils/api/masking.py) on the validated parameters, not from the
 validation result: ansible-core (2.16 to 2.21) keeps them only in ``ValidationResult._no_log_values``
 and ``parameters._list_no_log_values``, both private; its public API (``ArgumentSpecValidator``,
 ``ValidationResult.validated_parameters``, ``remove_values``, ``set_fallbacks``) has no list of them.

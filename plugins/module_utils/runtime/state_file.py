@@ -22,7 +22,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure im
 
 
 # A salted, slow digest of a password last sent (never the password): enough to tell whether a re-run
-# gives the same one; about 5 ms per site and run (docs/api-choices.md).
+# gives the same one (why: docs/api-choices.md; its cost: docs/performance.md).
 DIGEST_ITERATIONS = 10000
 
 
