@@ -251,7 +251,10 @@ def outcome_of_wait(step, s, r, msg, about):
 
 
 def advance(fleet, results, upto=None):
-    """The fleet after every step before ``upto`` (all steps when None), from the registered results."""
+    """The fleet after every step before ``upto`` (all steps when None), from the registered results.
+
+    A result moves the sites at its step's stage, and every outcome moves a site on to a later stage: a
+    fleet that took in a step's result has no site left at that stage, so it never takes it in again."""
     fleet = [dict(entry) for entry in fleet or []]
     results = results or {}
     for step in STEPS:
