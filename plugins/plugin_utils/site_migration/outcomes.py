@@ -275,4 +275,3 @@ def advance(fleet, results, upto=None):
                 site["uncertain"] = list(site.get("uncertain") or []) + [
                     dict(entry, step=step) for entry in result["uncertain"] if isinstance(entry, Mapping)]
     return fleet
-

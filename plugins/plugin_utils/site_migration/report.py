@@ -150,4 +150,3 @@ def merge_reports(reports, generated=None):
         "refresh": refresh[0] if len(refresh) == 1 else refresh,
         "sites": sorted(sites, key=lambda e: str(e.get("host"))),
     }
-

@@ -118,4 +118,3 @@ def shortest_poll_max_interval(sites):
     """The wait's longest gap between polls: the shortest of the sites' (None: the module's default)."""
     given = [s["poll_max_interval"] for s in sites if s.get("poll_max_interval") is not None]
     return min(given) if given else None
-

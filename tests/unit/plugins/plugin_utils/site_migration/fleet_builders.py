@@ -70,7 +70,6 @@ def fleet_at_preflight(n=1, **given):
     return fleet, done
 
 
-
 # A site that the role may create (site_migration_client), and the new site's administrator password.
 NEW = {"site_migration_client": "demo", "site_migration_admin_user": "admin",
        "site_migration_admin_email": "admin@example.com"}

@@ -55,7 +55,7 @@ def test_a_port_nobody_set_is_not_sent():
     migrations item has no remote_port, so an update keeps the stored port (create takes 22)."""
     fleet, given = line_up({"site_migration_source_host": "bare.example", "site_migration_remote_user": "wp"})
     assert "remote_port" not in step_arguments(fleet, "check", {"info": results({"site": "1001", "migration_id": None})},
-                                        given)["migrations"][0]
+                                               given)["migrations"][0]
 
 
 @pytest.mark.parametrize("variable", sorted("site_migration_" + name for name in EMPTY_HINTS))
@@ -235,7 +235,7 @@ def test_the_webhook_finds_only_the_destinations_left_to_it():
                 "d.example": {}}
     hosts = ["a.example", "b.example", "c.example", "d.example", "gone.example"]
     assert waiting(hosts, hostvars) == [{"host": "a.example", "site": "a.example"},
-                                           {"host": "b.example", "site": "4711"}]
+                                        {"host": "b.example", "site": "4711"}]
     found = waiting(hosts, hostvars, {"site_id": 9, "domain": "A.Example"})
     assert found == [{"host": "a.example", "site": "a.example"}]
     assert waiting(hosts, hostvars, {"site_id": 4711, "domain": "other.example"})[0]["host"] == "b.example"

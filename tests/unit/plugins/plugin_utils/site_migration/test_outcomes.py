@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
-from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import CREATED, DONE, EXISTING, role_message
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import role_message
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.report import report
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import (
     ADMIN_PASS,
     NEW,
-    PASSWORD,
     created_result,
     fleet_at_preflight,
     inputs,
@@ -46,7 +45,7 @@ def test_preflight_and_run_results_pair_by_migration_id():
     done = {"check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
             "create": results(created_result("1002", 8), created_result("1001", 7)),
             "preflight": results(ticket_result(8, "t8"), ticket_result(7, "t7", state="failure", failed=True,
-                                                           ticket={"diagnosis": {"code": "x"}}))}
+                                                                       ticket={"diagnosis": {"code": "x"}}))}
     ended = dict((s["site"], s) for s in advance(fleet, done))
     assert ended["1001"]["result"] == "preflight_failed" and ended["1001"]["preflight"]["ticket_id"] == "t7"
     assert ended["1002"]["stage"] == "run" and ended["1002"]["preflight"]["ticket_id"] == "t8"
@@ -87,7 +86,7 @@ def test_module_messages_name_the_role_variable():
 def test_translation_leaves_other_words_and_role_variables_alone():
     text = "add the returned ssh_id_pub for site 5 to remote_user's keys; site_migration_remote_port stays"
     assert role_message(text) == ("add the returned ssh_id_pub for site 5 to site_migration_remote_user's keys; "
-                                     "site_migration_remote_port stays")
+                                  "site_migration_remote_port stays")
     assert role_message("still running when wait_timeout=60s ran out", "run") == \
         "still running when site_migration_run_timeout=60s ran out"
     assert role_message("api_url must be an absolute URL; set api_key or WPCLOUD_API_KEY") == \
@@ -123,7 +122,7 @@ def test_a_run_succeeds_or_fails_with_its_ticket():
     fleet, done = fleet_at_preflight(2)
     done["preflight"] = results(ticket_result(7, "p7"), ticket_result(8, "p8"))
     done["run"] = results(ticket_result(7, "r7"), ticket_result(8, "r8", state="failure", failed=True,
-                                                    ticket={"diagnosis": {"code": "unknown", "hint": "read"}}))
+                                                                ticket={"diagnosis": {"code": "unknown", "hint": "read"}}))
     ended = advance(fleet, done)
     assert [e["result"] for e in ended] == ["succeeded", "run_failed"]
     assert ended[0]["run"] == {"ticket_id": "r7", "state": "success", "elapsed": 2.5, "response_count": 3,
@@ -195,7 +194,7 @@ def test_a_generated_key_is_installed_before_preflight_and_its_failure_stops_the
     done["key"]["results"][0] = {"item": todo["sites"][1], "failed": True, "rc": 1, "msg": "non-zero return code",
                                  "stderr": "chown: invalid user: 'www'\n"}
     assert advance(fleet, done)[1]["message"] == ("site 1002: installing the generated key on src.example failed: "
-                                                     "chown: invalid user: 'www'")
+                                                  "chown: invalid user: 'www'")
 
 
 def test_a_later_steps_stale_result_is_never_applied():
@@ -270,10 +269,10 @@ def test_missing_sites_are_created_all_at_once_and_skip_the_allow_step():
     done = {"find": _listing("old.example")}
     todo = step_arguments(fleet, "new", done, given)
     assert module_arguments(todo) == {"count": 2, "client": "demo", "wait": True, "wait_timeout": 900, "poll_interval": 1.0,
-                    "poll_max_interval": 12.0,
-                    "sites": [{"domain": "new.example", "admin_user": "admin", "admin_email": "admin@example.com",
-                               "admin_pass": ADMIN_PASS, "php_version": "8.3"},
-                              {"domain": "two.example", "admin_user": "admin", "admin_email": "admin@example.com"}]}
+                                      "poll_max_interval": 12.0,
+                                      "sites": [{"domain": "new.example", "admin_user": "admin", "admin_email": "admin@example.com",
+                                                 "admin_pass": ADMIN_PASS, "php_version": "8.3"},
+                                                {"domain": "two.example", "admin_user": "admin", "admin_email": "admin@example.com"}]}
     done["new"] = results(_site_created("two.example", 202), _site_created("new.example", 201))
     assert step_arguments(fleet, "check", done, given)["count"] == 3
     done["check"] = results({"site": "new.example"}, {"site": "Old.Example"}, {"site": "two.example"})
@@ -333,7 +332,7 @@ def test_a_failed_listing_or_create_stops_its_sites_in_role_words():
     assert "listing the sites of site_migration_client demo failed" in failed[0]["message"]
     refusal = "The service refused the API key for client demo (HTTP 401). Check api_key (WPCLOUD_API_KEY)."
     refused = advance(line_up(dict(NEW, site_migration_site="a.example"))[0],
-                         {"find": {"failed": True, "failure": {"status": 401}, "msg": refusal}})
+                      {"find": {"failed": True, "failure": {"status": 401}, "msg": refusal}})
     assert refused[0]["message"] == ("site a.example: The service refused the API key for client demo (HTTP 401). Check "
                                      "wpcloud_api_key (WPCLOUD_API_KEY). (listing the sites of site_migration_client demo)")
     done = {"find": _listing(), "new": results(

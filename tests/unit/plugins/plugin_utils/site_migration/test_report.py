@@ -17,7 +17,12 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.report import merge_reports, report, report_name
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
-from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import PASSWORD, created_result, fleet_at_preflight, line_up, results, ticket_result
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import (
+    fleet_at_preflight,
+    line_up,
+    results,
+    ticket_result,
+)
 
 
 # ----------------------------------------------------------------------------------------- report and stop
@@ -32,7 +37,7 @@ SITE_KEYS = {"host", "site", "destination", "new_site", "site_id", "migration_id
 def test_the_report_covers_every_host_and_keeps_its_keys():
     fleet, done = fleet_at_preflight(2)
     done["preflight"] = results(ticket_result(7, "p7"), ticket_result(8, "p8", state="failure", failed=True,
-                                                          ticket={"diagnosis": {"code": "unknown", "hint": "h"}}))
+                                                                      ticket={"diagnosis": {"code": "unknown", "hint": "h"}}))
     done["run"] = results(ticket_result(7, "r7"))
     rep = report(fleet, ["dest0.example", "dest1.example", "late.example"], done, True, generated="T")
     assert set(rep) == REPORT_KEYS and all(set(s) == SITE_KEYS for s in rep["sites"])
@@ -44,7 +49,7 @@ def test_the_report_covers_every_host_and_keeps_its_keys():
     assert rep["api_load"] == {"calls": 0, "peak_per_second": 0, "steps": {}}
     assert "[redacted]" not in json.dumps(rep)
     assert step_arguments(fleet, "stop", done) == {"stopped": {"dest1.example": rep["sites"][1]["message"]},
-                                            "changed": {"dest0.example": True}}
+                                                   "changed": {"dest0.example": True}}
 
 
 def test_the_report_states_the_load_of_the_waits():
@@ -80,8 +85,8 @@ def _slice_report(hosts, result="succeeded", wait=2.0, generated="T"):
 
 def test_slice_reports_merge_into_one_fleet_report():
     merged = merge_reports([_slice_report(["d.example", "b.example"], wait=3.0, generated="T1"),
-                               _slice_report(["c.example"], result="run_failed", generated="T2"),
-                               _slice_report(["a.example"], generated="T3")], generated="NOW")
+                            _slice_report(["c.example"], result="run_failed", generated="T2"),
+                            _slice_report(["a.example"], generated="T3")], generated="NOW")
     assert merged["sites_total"] == 4
     assert [s["host"] for s in merged["sites"]] == ["a.example", "b.example", "c.example", "d.example"]
     assert merged["counts"] == {"run_failed": 1, "succeeded": 3} and merged["destinations"] == {"existing": 4}

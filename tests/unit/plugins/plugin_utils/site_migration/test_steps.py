@@ -13,7 +13,13 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
-from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import PASSWORD, created_result, inputs, line_up, module_arguments, results
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import (
+    PASSWORD,
+    created_result,
+    line_up,
+    module_arguments,
+    results,
+)
 
 
 def test_each_step_gives_its_module_arguments():
@@ -34,7 +40,7 @@ def test_each_step_gives_its_module_arguments():
     todo = step_arguments(fleet, "preflight", done)
     # One wait for both: the shortest interval and the shortest cap of the two sites.
     assert module_arguments(todo) == {"count": 2, "migration_ids": [7, 8], "wait_timeout": 900, "poll_interval": 1.0,
-                    "poll_max_interval": 12.0}
+                                      "poll_max_interval": 12.0}
 
 
 def test_the_check_and_create_steps_need_the_inputs():
