@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     CHECK_MODE_CREATED_SITES_FACT,
     MIN_POLL_INTERVAL,
     ROLE_VARIABLES,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
     RUN_TERMINAL_STATES,
@@ -271,7 +271,7 @@ def advance(fleet, results, upto=None):
         for site, result in pair_results_with_sites(step, sites, results.get(step)):
             site.update(outcome_of_step(step, site, result))
             if isinstance(result, Mapping) and result.get("uncertain"):
-                # Writes whose answer was lost, and how a read settled them (module_utils/_uncertain.py).
+                # Writes whose answer was lost, and how a read settled them (module_utils/api/uncertain_writes.py).
                 site["uncertain"] = list(site.get("uncertain") or []) + [
                     dict(entry, step=step) for entry in result["uncertain"] if isinstance(entry, Mapping)]
     return fleet

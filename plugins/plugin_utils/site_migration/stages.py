@@ -18,7 +18,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import ROLE_VARIABLES
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import ROLE_VARIABLES
 
 # The steps of the workflow, in order; a site at stage S takes step S next. "find" and "new" are
 # spec 4.5 rule 1's preferred path: a destination named by domain that the client does not have yet

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import MIN_POLL_INTERVAL, ROLE_VARIABLES, SECRET_FIELDS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import MIN_POLL_INTERVAL, ROLE_VARIABLES, SECRET_FIELDS
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
     CHANGED_RESULTS,

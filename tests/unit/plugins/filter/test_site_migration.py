@@ -8,7 +8,7 @@ plugins/plugin_utils/site_migration/ (whose tests are in tests/unit/plugins/plug
 from __future__ import annotations
 
 from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _vocabulary
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service import vocabulary
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import inputs, outcomes, report, stages, steps
 
 
@@ -27,4 +27,4 @@ def test_the_vocabulary_comes_from_module_utils():
                           (inputs, ("SECRET_FIELDS", "MIN_POLL_INTERVAL", "SITE_VALUE_RULES", "ROLE_VARIABLES")),
                           (stages, ("ROLE_VARIABLES",)), (steps, ("ROLE_VARIABLES", "SECRET_FIELDS"))):
         for name in names:
-            assert getattr(module, name) is getattr(_vocabulary, name), name
+            assert getattr(module, name) is getattr(vocabulary, name), name

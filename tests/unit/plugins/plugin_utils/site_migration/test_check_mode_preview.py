@@ -12,7 +12,7 @@ from ansible_collections.wpcloud.hosting.plugins.action.site import would_create
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.inputs import lineup
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import CHECK_MODE_CREATED_SITES_FACT
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import SPEC, inputs, results
 
