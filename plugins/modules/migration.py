@@ -16,6 +16,9 @@ description:
     M(wpcloud.hosting.migration_ready).
   - Without O(migration_id) the module first reads the destination's C(allow_site_migration); when it holds
     a migration ID, that migration is managed, so a re-run never creates a second migration for the site.
+    When it says the site does not accept a migration (V(false)), the module fails before the create and
+    names the fix, M(wpcloud.hosting.site_allow_migration); with an unset flag the create is sent and the
+    service decides.
   - With an existing migration, only the options given are compared, and only their differences are sent.
     An option left out keeps the stored value; a default such as V(22) for O(remote_port) applies only
     when the migration is created. Credentials cannot be read back; O(update_secret) decides when they

@@ -450,7 +450,7 @@ def test_the_role_never_loops_over_a_secret():
     for path in sorted((ROOT / "roles" / "site_migration" / "tasks").glob("*.yml")):
         for task in tasks(yaml.safe_load(path.read_text())):
             loops += [(path.name, task[k]) for k in task if k == "loop" or k.startswith("with_")]
-    assert loops == [("fleet.yml", "{{ site_migration__stopped | default({}) | list }}"),     # host names
+    assert loops == [("fleet.yml", "{{ site_migration__recap.stopped | default({}) | list }}"),  # host names
                      ("install_keys.yml", "{{ site_migration__todo.absent_sources }}"),    # names, addresses
                      ("install_keys.yml", "{{ site_migration__todo.users }}"),
                      ("install_keys.yml", "{{ site_migration__todo.sites }}")]

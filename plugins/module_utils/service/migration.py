@@ -19,7 +19,12 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writ
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import mask
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import read_allow_site_migration
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import (
+    allow_known_off,
+    allow_value,
+    read_allow_site_migration,
+    read_allow_site_migration_value,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.ssh_key import inspect_ssh_id
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import (
     read_state_file,
@@ -37,6 +42,10 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
     as_int_or_str,
 )
 
+# A create for a site whose allow_site_migration is known to be off (an unset flag is unknown: sent as before).
+ALLOW_OFF_MSG = ("site %s does not accept a migration: its allow_site_migration is off. Nothing was sent: allow "
+                 "it first with wpcloud.hosting.site_allow_migration (site: %s, confirm_overwrite: true; the "
+                 "site_migration role does this when site_migration_confirm_overwrite is true), then run this again.")
 UNSENT_HINT = ("credentials cannot be read back to compare, and update_secret is on_create, so the service keeps "
                "the ones it has. If they changed, run this task once with update_secret: always, then run "
                "preflight again.")
@@ -107,8 +116,9 @@ def migration_id_of(record, fallback=None):
     return as_int_or_str(value) if value is not None else fallback
 
 
-def resolve_migration(client, params):
-    """(migration_id, record) from migration_id, or from the site's allow_site_migration; (None, None)."""
+def resolve_migration(client, params, flag=None):
+    """(migration_id, record) from migration_id, or from the site's allow_site_migration; (None, None).
+    ``flag`` (a dict), when given, gets ``off``: the site's allow_site_migration was read and is known off."""
     # An empty site is refused, never read as "no site" (that would call the API for site "None").
     site = validate_site(params["site"]) if params.get("site") is not None else None
     if site is None and params.get("migration_id") is None:
@@ -123,7 +133,10 @@ def resolve_migration(client, params):
                 raise ModuleFailure("migration_id %s belongs to site %s, not to site %s."
                                     % (params["migration_id"], owner, site))
         return params["migration_id"], record
-    enabled, attached = read_allow_site_migration(client, site)
+    value = read_allow_site_migration_value(client, site)
+    attached = allow_value(value)[1]
+    if flag is not None:
+        flag["off"] = allow_known_off(value)
     if attached is None:
         return None, None
     return attached, get_migration(client, attached)
@@ -289,7 +302,7 @@ def _record_fingerprint(params, recorded, migration_id, fingerprint):
                          remote_pass_digest=digest)
 
 
-def _recorded_migration(client, params, ctx):
+def _recorded_migration(client, params, ctx, flag=None):
     """resolve_migration for the migration ID a state file recorded. When the service does not know that
     ID (a migration deleted, a service reset) and the site provably holds no such migration (its
     allow_site_migration holds another ID or none), the ID is forgotten, with a warning, and the site's own
@@ -314,7 +327,7 @@ def _recorded_migration(client, params, ctx):
              "rewritten when that migration is recorded." % (
                  gone, site, "it holds migration %s" % attached if attached is not None else "it holds none",
                  "migration %s is managed" % attached if attached is not None else "new migration is created"))
-    return resolve_migration(client, dict(params, migration_id=None))
+    return resolve_migration(client, dict(params, migration_id=None), flag)
 
 
 def _run_one(params, ctx):
@@ -327,10 +340,11 @@ def _run_one(params, ctx):
     if params.get("site") is None and params.get("migration_id") is None:
         return _null_target(params, ctx, fingerprint), None
     client = ctx.client()
+    flag = {}
     if from_state_file:
-        migration_id, record = _recorded_migration(client, params, ctx)
+        migration_id, record = _recorded_migration(client, params, ctx, flag)
     else:
-        migration_id, record = resolve_migration(client, params)
+        migration_id, record = resolve_migration(client, params, flag)
     if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
             and not ctx.check_mode:
         recorded = write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site")
@@ -352,6 +366,10 @@ def _run_one(params, ctx):
             result["diff"] = {"before": {}, "after": dict(_desired_plain(params, create=True), auth=desired_auth)}
         if ctx.check_mode:
             return result, None
+        if flag.get("off"):
+            # Read above: the service would refuse the create (403), which reads like a refused API key.
+            raise ModuleFailure(ALLOW_OFF_MSG % (result["site"], result["site"]),
+                                failure={"operation": "migration.create", "effect": "none"})
         operation, sends = "migration.create", []
 
         def send():

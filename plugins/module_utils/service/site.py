@@ -43,6 +43,11 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
 
 def read_allow_site_migration(client, site):
     """Return (enabled, migration_id) for a destination site; fail clearly on an unknown site."""
+    return allow_value(read_allow_site_migration_value(client, site))
+
+
+def read_allow_site_migration_value(client, site):
+    """The site's allow_site_migration as the service returned it (None: unset or unknown)."""
     try:
         resp = client.call("site_meta.get", accept_status=(404,), site=site, key=ALLOW_SITE_MIGRATION)
     except WPCloudAPIError as exc:
@@ -50,7 +55,12 @@ def read_allow_site_migration(client, site):
     if resp.status == 404:
         raise ModuleFailure("site %s was not found (HTTP 404): check the site ID or domain." % site,
                             failure={"status": 404, "operation": "site_meta.get", "message": resp.message})
-    return allow_value(resp.data)
+    return resp.data
+
+
+def allow_known_off(value):
+    """The flag is known to be off: a value the service wrote that says so (None, unset, stays unknown)."""
+    return value is not None and allow_value(value) == (False, None)
 
 
 def allow_value(value):

@@ -79,6 +79,31 @@ SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
 # Every field of a migration record that holds a secret: the credentials, and the private key of an
 # identity the service generates.
 RECORD_SECRETS = SECRET_PARAMS | frozenset(["generated-ssh-id"])
+# Module option -> the variable of the role wpcloud.hosting.site_migration that gives it: the role builds its
+# module arguments and says every message in its own words with this table (plugins/plugin_utils/site_migration).
+ROLE_VARIABLES = {
+    "remote_host": "site_migration_remote_host",
+    "remote_port": "site_migration_remote_port",
+    "remote_user": "site_migration_remote_user",
+    "remote_pass": "site_migration_remote_pass",
+    "ssh_id": "site_migration_ssh_id",
+    "ssh_id_pass": "site_migration_ssh_id_pass",
+    "remote_docroot": "site_migration_docroot",
+    "remote_domain": "site_migration_source_domain",
+    "update_secret": "site_migration_update_secret",
+    "poll_interval": "site_migration_poll_interval",
+    "poll_max_interval": "site_migration_poll_max_interval",
+    # A new destination site's values (the site module's options).
+    "admin_user": "site_migration_admin_user",
+    "admin_email": "site_migration_admin_email",
+    "admin_pass": "site_migration_admin_pass",
+    "php_version": "site_migration_php_version",
+    # The connection options, which the role takes from these variables (tasks/main.yml).
+    "api_url": "wpcloud_api_url",
+    "api_key": "wpcloud_api_key",
+    "ca_path": "wpcloud_ca_path",
+    "validate_certs": "wpcloud_validate_certs",
+}
 
 # -- response tickets ---------------------------------------------------------------------------------------
 

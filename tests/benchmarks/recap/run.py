@@ -30,8 +30,9 @@ PLAY = """
   tasks:
     - name: The fleet's outcome, once
       ansible.builtin.set_fact:
-        site_migration__stopped: {}
-        site_migration__changed: "{{ dict(ansible_play_hosts_all[::2] | zip_longest([], fillvalue=true)) }}"
+        site_migration__recap:
+          stopped: {}
+          changed: "{{ dict(ansible_play_hosts_all[::2] | zip_longest([], fillvalue=true)) }}"
       run_once: true
 %s
 """

@@ -47,12 +47,15 @@ def test_the_vocabulary_is_used_where_it_was_defined_before():
     where = {}
     for module, name in USES:
         where.setdefault(name, set()).add(module.rsplit(".", 1)[-1])
-    assert {"migration", "migration_runs", "site_migration"} <= where["RUNNING_STATES"]
-    assert {"migration", "site_migration"} <= where["SECRET_FIELDS"]
-    assert {"migration", "site_migration"} <= where["SECRET_PARAMS"]
-    assert {"migration_runs", "site_migration"} <= where["FAILED_STATES"]
-    assert {"poller", "migration_runs", "site_migration"} <= where["TICKET_TERMINAL"]
-    assert {"arguments", "site_migration"} <= where["MIN_POLL_INTERVAL"]
+    # The role's decisions: plugins/plugin_utils/site_migration/ (outcomes.py, inputs.py, steps.py, stages.py).
+    assert {"migration", "migration_runs", "outcomes"} <= where["RUNNING_STATES"]
+    assert {"migration", "inputs", "steps"} <= where["SECRET_FIELDS"]
+    assert {"migration", "outcomes"} <= where["SECRET_PARAMS"]
+    assert {"migration_runs", "outcomes"} <= where["FAILED_STATES"]
+    assert {"poller", "migration_runs", "outcomes"} <= where["TICKET_TERMINAL"]
+    assert {"arguments", "inputs", "steps"} <= where["MIN_POLL_INTERVAL"]
+    # The role variable of each module option: one table, for the role's arguments and its messages.
+    assert {"stages", "inputs", "steps"} <= where["ROLE_VARIABLES"]
     assert {"migration_runs"} <= where["RUN_TERMINAL_STATES"] and {"migration_runs"} <= where["ACTIVE_STATES"]
     assert {"arguments", "client"} <= where["DEFAULT_TIMEOUT"]
     assert {"migration_runs"} <= where["diagnose"]

@@ -15,7 +15,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import lookup_loader
 from ansible.template import Templar
 
-from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.report import report as run_report
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import CREATED, DONE, EXISTING
 
 TEMPLATE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "site_migration", "templates",
                         "summary.txt.j2")
@@ -29,15 +30,15 @@ def _summary(report):
 
 
 def _fleet(results, destination):
-    return [{"host": "h%d" % i, "site": "s%d.example" % i, "stage": sm.DONE, "result": result,
+    return [{"host": "h%d" % i, "site": "s%d.example" % i, "stage": DONE, "result": result,
              "destination": destination, "new_site": {"site_id": None}, "message": ""}
             for i, result in enumerate(results)]
 
 
 @pytest.mark.parametrize("results", [["succeeded", "succeeded"], ["checked", "checked", "checked"]])
 def test_the_counts_and_the_destinations_are_two_lines(results):
-    fleet = _fleet(results, sm.CREATED)
-    report = sm.report(fleet, [s["host"] for s in fleet])
+    fleet = _fleet(results, CREATED)
+    report = run_report(fleet, [s["host"] for s in fleet])
     lines = _summary(report)
     assert lines[0] == "site_migration: %d site(s): %d %s" % (len(results), len(results), results[0])
     assert lines[1] == "destinations: %d created by this run (allow_site_migration at creation), 0 existing" \
@@ -45,8 +46,8 @@ def test_the_counts_and_the_destinations_are_two_lines(results):
 
 
 def test_without_created_destinations_the_sites_follow_the_counts():
-    fleet = _fleet(["succeeded", "left_alone"], sm.EXISTING)
-    lines = _summary(sm.report(fleet, [s["host"] for s in fleet]))
+    fleet = _fleet(["succeeded", "left_alone"], EXISTING)
+    lines = _summary(run_report(fleet, [s["host"] for s in fleet]))
     assert lines[0] == "site_migration: 2 site(s): 1 left_alone, 1 succeeded"
     assert lines[1] == ""
     assert lines[2].startswith("s0.example")

@@ -53,6 +53,19 @@ def test_a_create_needs_host_and_user_and_a_site_that_allows_it(fake_api, run_lo
     assert refused.details["failure"]["effect"] == "none"
 
 
+@pytest.mark.parametrize("flag", ["false", "0", ""])
+def test_a_create_for_a_site_whose_flag_is_known_off_fails_before_the_write(fake_api, run_logic, flag):
+    fake_api.add_site("1004", allow=flag)
+    refused, warnings = run_logic(migration, dict(SOURCE, site="1004"))
+    assert isinstance(refused, ModuleFailure) and "HTTP 403" not in refused.msg
+    assert refused.msg.startswith("site 1004 does not accept a migration: its allow_site_migration is off.")
+    assert "wpcloud.hosting.site_allow_migration" in refused.msg and "site_migration_confirm_overwrite" in refused.msg
+    assert fake_api.writes == [] and refused.details["failure"]["effect"] == "none"
+    # Check mode says what a real run would create (the role checks its inputs before it allows the site).
+    checked, warnings = run_logic(migration, dict(SOURCE, site="1004"), check_mode=True)
+    assert checked["operation"] == "create" and fake_api.writes == []
+
+
 def test_check_mode_says_what_it_would_create_and_writes_nothing(fake_api, run_logic):
     fake_api.add_site("1002", allow="true")
     result, warnings = run_logic(migration, dict(SOURCE, site="1002"), check_mode=True, diff=True)

@@ -9,10 +9,12 @@ recap's status of each site (the filter's "stop" step)."""
 from __future__ import annotations
 
 from ansible_collections.wpcloud.hosting.plugins.action.site import would_create
-from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.inputs import lineup
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 
-from ansible_collections.wpcloud.hosting.tests.unit.plugins.filter.test_site_migration import SPEC, inputs, results
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import SPEC, inputs, results
 
 FACT = CHECK_MODE_CREATED_SITES_FACT
 NOT_FOUND = {"failed": True, "msg": "site new.example was not found (HTTP 404): check the site ID or domain.",
@@ -21,7 +23,7 @@ NOT_FOUND = {"failed": True, "msg": "site new.example was not found (HTTP 404): 
 
 def _line_up(hostvars, check_mode=True, **given):
     site = dict(given, site_migration_site="New.Example")
-    return sm.lineup([inputs(**site)], ["new.example"], SPEC, hostvars, check_mode)
+    return lineup([inputs(**site)], ["new.example"], SPEC, hostvars, check_mode)
 
 
 def _hostvars(**facts_of):
@@ -44,19 +46,19 @@ def test_a_site_an_earlier_check_mode_task_would_create_is_checked_not_missing()
         fleet = _line_up(hostvars)
         assert fleet[0]["about_to_exist"] is True and fleet[0]["stage"] == "check"
         done = {"check": results(dict(NOT_FOUND, site="New.Example"))}
-        ended = sm.advance(fleet, done)[0]
+        ended = advance(fleet, done)[0]
         assert ended["result"] == "checked", ended
         assert "an earlier task would create site New.Example" in ended["message"]
-        assert sm.step(fleet, "stop", done) == {"hosts": {}, "changed": {"new.example": True}}
+        assert step_arguments(fleet, "stop", done) == {"stopped": {}, "changed": {"new.example": True}}
 
 
 def test_with_refresh_false_its_missing_migration_is_checked_too():
     fleet = _line_up(_hostvars(localhost=["new.example"]), site_migration_refresh=False)
     assert fleet[0]["stage"] == "info"
     done = {"info": results(dict(NOT_FOUND, site="New.Example"))}
-    assert sm.step(fleet, "check", done, [inputs(site_migration_site="New.Example")])["count"] == 1
+    assert step_arguments(fleet, "check", done, [inputs(site_migration_site="New.Example")])["count"] == 1
     done["check"] = results(dict(NOT_FOUND, site="New.Example"))
-    assert sm.advance(fleet, done)[0]["result"] == "checked"
+    assert advance(fleet, done)[0]["result"] == "checked"
 
 
 def test_a_missing_site_nobody_would_create_still_stops_its_host():
@@ -65,13 +67,13 @@ def test_a_missing_site_nobody_would_create_still_stops_its_host():
         fleet = _line_up(hostvars, check_mode)
         assert fleet[0]["about_to_exist"] is False
         done = {"check": results(dict(NOT_FOUND, site="New.Example"))}
-        ended = sm.advance(fleet, done)[0]
+        ended = advance(fleet, done)[0]
         assert ended["result"] == "invalid_input" and "was not found (HTTP 404)" in ended["message"]
-        assert sm.step(fleet, "stop", done)["hosts"] == {"new.example": ended["message"]}
+        assert step_arguments(fleet, "stop", done)["stopped"] == {"new.example": ended["message"]}
 
 
 def test_another_failure_of_a_site_about_to_exist_is_not_hidden():
     fleet = _line_up(_hostvars(localhost=["new.example"]))
     bad_port = {"failed": True, "msg": "remote_port must be between 1 and 65535", "site": "New.Example"}
-    ended = sm.advance(fleet, {"check": results(bad_port)})[0]
+    ended = advance(fleet, {"check": results(bad_port)})[0]
     assert ended["result"] == "invalid_input" and "site_migration_remote_port" in ended["message"]

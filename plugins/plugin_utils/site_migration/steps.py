@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The arguments of one step of the role for the sites that take it (filter ``site_migration_step``),
+and what the play recap shows of every site at the end.
+
+Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import MIN_POLL_INTERVAL, ROLE_VARIABLES, SECRET_FIELDS
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
+    CHANGED_RESULTS,
+    CREDENTIALS,
+    FINE_RESULTS,
+    NEW_SITE,
+    PREFIX,
+    STEPS,
+)
+
+
+def sites_with_inputs(sites, inputs, steps):
+    """Each site with its inputs (the steps whose arguments carry credentials need them)."""
+    if inputs is None:
+        raise AnsibleFilterError("site_migration_step: the %s need the sites' inputs" % steps)
+    inputs = list(inputs)
+    return [(s, inputs[s["index"]]) for s in sites]
+
+
+def migration_arguments(sites, inputs):
+    """The migration module's ``migrations`` for the sites (holds credentials: no_log tasks only). Each
+    option takes the role variable that ROLE_VARIABLES names for it."""
+    items = []
+    for s, given in sites_with_inputs(sites, inputs, "check and create steps"):
+        item = {"site": s["site"], "remote_host": s["remote_host"], "remote_port": s["remote_port"],
+                "remote_user": s["remote_user"],
+                "state_file": "%s/%s.json" % (given.get(PREFIX + "state_dir"), s["site"])}
+        for option in ("remote_docroot", "remote_domain", "update_secret") + CREDENTIALS.get(s["auth"], ()):
+            item[option] = given.get(ROLE_VARIABLES[option])
+        items.append(dict((k, v) for k, v in item.items() if v is not None))
+    return items
+
+
+def new_site_arguments(sites, inputs):
+    """The site module's arguments for the destinations to create (admin_pass: no_log tasks only)."""
+    items = []
+    for s, given in sites_with_inputs(sites, inputs, "new step"):
+        item = {"domain": s["site"].strip()}
+        item.update((name, given[PREFIX + name]) for name in NEW_SITE if given.get(PREFIX + name) is not None)
+        items.append(item)
+    return {"client": sites[0]["client"], "sites": items,
+            # One wait for all: it waits when any site migrates in this run, as long as the longest timeout.
+            "wait": any(s["create_wait"] for s in sites),
+            "wait_timeout": max(s["create_timeout"] or 1 for s in sites),
+            "poll_interval": min(s["poll_interval"] or MIN_POLL_INTERVAL for s in sites),
+            "poll_max_interval": shortest_poll_max_interval(sites)}
+
+
+def step_arguments(fleet, name, results=None, inputs=None):
+    """What step ``name`` does: its module arguments for the sites at that stage, and ``fleet``, the fleet
+    that took in the results of the steps before (see the doc). Given the ``fleet`` of the step before,
+    only that step's result is new to it: no result is taken in twice."""
+    if name not in STEPS + ("stop",):
+        raise AnsibleFilterError("site_migration_step: unknown step %r (one of %s, stop)" % (name, ", ".join(STEPS)))
+    fleet = advance(fleet, results, upto=None if name == "stop" else name)
+    if name == "stop":
+        return recap(fleet)
+    sites = [s for s in fleet if s.get("stage") == name]
+    todo = {"count": len(sites), "fleet": fleet}
+    if name == "find":
+        todo["client"] = sites[0]["client"] if sites else None
+    elif name == "new":
+        todo.update(new_site_arguments(sites, inputs) if sites else {"client": None, "sites": []})
+        todo["holds_secrets"] = any("admin_pass" in item for item in todo["sites"])
+    elif name in ("info", "allow"):
+        todo["sites"] = [s["site"] for s in sites]
+    elif name in ("check", "create"):
+        todo["migrations"] = migration_arguments(sites, inputs) if sites else []
+        todo["holds_secrets"] = any(field in item for item in todo["migrations"] for field in SECRET_FIELDS)
+    elif name == "key":
+        todo["sites"] = [dict((k, s[k]) for k in ("site", "source_host", "remote_user", "ssh_id_pub", "install_become"))
+                         for s in sites]
+        users = {}
+        for entry in todo["sites"]:
+            users.setdefault((entry["source_host"], entry["remote_user"]), entry)
+        todo["users"] = list(users.values())
+        # Source hosts that this run's inventory lacks (another slice's), added to it at the site's address.
+        absent = {}
+        for s in sites:
+            if not s["source_known"]:
+                absent.setdefault(s["source_host"], {"source_host": s["source_host"], "remote_host": s["remote_host"],
+                                                     "remote_port": s["remote_port"]})
+        todo["absent_sources"] = list(absent.values())
+    else:
+        todo["migration_ids"] = [s["migration_id"] for s in sites]
+        # One wait for every site: it lasts as long as the longest timeout and polls as often as the
+        # site that asks for the shortest interval.
+        todo["wait_timeout"] = max([s["%s_timeout" % name] for s in sites] or [1])
+        todo["poll_interval"] = min([s["poll_interval"] for s in sites] or [MIN_POLL_INTERVAL])
+        todo["poll_max_interval"] = shortest_poll_max_interval(sites)
+    return todo
+
+
+def recap(fleet):
+    """What the play recap shows of each site (step "stop"): the hosts to stop, with their message, and
+    the hosts whose run changed them (or would, in check mode)."""
+    return {"stopped": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS),
+            "changed": dict((s["host"], True) for s in fleet if s.get("result") in CHANGED_RESULTS)}
+
+
+def shortest_poll_max_interval(sites):
+    """The wait's longest gap between polls: the shortest of the sites' (None: the module's default)."""
+    given = [s["poll_max_interval"] for s in sites if s.get("poll_max_interval") is not None]
+    return min(given) if given else None
