@@ -80,7 +80,7 @@ HOT_READS = frozenset(("ticket.summary", "migration.get", "job.status"))
 # The starts of a fleet's preflights and runs go through a urllib3 pool too, one replaced when older than
 # WRITE_SESSION_MAX_AGE (the writes' rule): 1,000 starts are sent back to back, and their tickets end as far
 # apart as they were started, which is what a fleet's completion -> return delay is made of
-# (docs/performance.md, "Detection at N=1,000"). The other writes stay on requests.
+# (docs/performance.md, "Detection at a thousand sites"). The other writes stay on requests.
 HOT_STARTS = frozenset(("migration.preflight", "migration.ready"))
 
 # Writes reuse a kept-alive connection only while the session that opened it is young. A connection

@@ -197,10 +197,47 @@ class Fleet:
         # Detection: a ticket's end (the emulator's completion) to the summary poll that first answered it,
         # both phases pooled; the rest of completion -> return is the task's (the wait ends with its last ticket).
         seen = [t["seen"] for t in ticket_polls(self) if t["seen"] is not None and t["seen"] >= -1.0]
-        result.update(seen_p50=pct(seen, 50), seen_p95=pct(seen, 95), seen_max=max(seen) if seen else None)
+        result.update(seen_p50=pct(seen, 50), seen_p95=pct(seen, 95), seen_max=max(seen) if seen else None,
+                      phases=self.phases(trace))
         if proc.returncode != 0:
             log("  %s exited %s; see %s" % (name, proc.returncode, out))
         return result
+
+    def phases(self, trace):
+        """Per phase (preflight, ready): how far apart its tickets began (the starts' spread, which their ends
+        keep), the last end to the last summary poll (the last ticket's detection), and that poll to the
+        controller's result of the task (the task's own return): completion -> return of the earliest ticket
+        is about the sum of the three (docs/performance.md, "Detection at a thousand sites")."""
+        completed = {}
+        path = os.path.join(self.emu.workdir, "ticket-completions.jsonl")
+        if not os.path.exists(path) or not os.path.exists(trace):
+            return {}
+        with open(path) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                completed[entry["ticket_id"]] = entry
+        polls = {}
+        with open(os.path.join(self.emu.workdir, "ticket-polls.jsonl")) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                polls[entry["ticket_id"]] = max(polls.get(entry["ticket_id"], 0), entry["t"])
+        returned = {}
+        with open(trace) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                for tid in entry["done"]:
+                    returned.setdefault(tid, entry["t"])
+        out = {}
+        for op in ("preflight", "ready"):
+            mine = [t for t in completed.values() if t["operation"] == op and t["ticket_id"] in returned]
+            created = [float(t["created"]) for t in mine if t.get("created")]
+            if not mine or not created:
+                continue
+            last_end = max(t["completed"] for t in mine)
+            last_poll = max(polls.get(t["ticket_id"], last_end) for t in mine)
+            out[op] = {"spread": round(max(created) - min(created), 3), "last_seen": round(last_poll - last_end, 3),
+                       "return": round(max(returned[t["ticket_id"]] for t in mine) - last_poll, 3)}
+        return out
 
     def delays(self, trace):
         """Completion -> return delay of every ticket this run started (seconds)."""
@@ -448,9 +485,9 @@ def duration_tables(results):
 def versions_table(results):
     """--versions: medians per version and N (interleaved runs), every run's load average beside them."""
     lines = ["| version (commit) | N | runs | wall s | wall − limit s | CPU-s | CPU-s per site | detection p50 / p95 s "
-             "| completion→return p95 s | API calls per site r / w | load average at start, per run | other load, "
-             "cores (max) | re-run: wall s, writes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| completion→return p95 s | starts' spread / last end→its poll / that poll→return s (phases pooled) "
+             "| API calls per site r / w | load average at start, per run | other load, cores (max) | re-run: wall s, writes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, path, sizes, git in results["versions"]:
         for n in sorted({r["n"] for r in results["runs"] if r.get("version") == name}):
             mine = [r for r in results["runs"] if r.get("version") == name and r["n"] == n and r["kind"] == "collection"
@@ -461,10 +498,13 @@ def versions_table(results):
 
             def med(key):
                 return median([r[key] for r in mine])
-            lines.append("| %s (%s) | %d | %d | %.1f | %+.1f | %.1f | %.3f | %s / %s | %s | %.1f / %.1f | %s | %.2f | %s |" % (
+            def phase(key):
+                return _f(median([p[key] for r in mine for p in r.get("phases", {}).values()]), "%.2f")
+            lines.append("| %s (%s) | %d | %d | %.1f | %+.1f | %.1f | %.3f | %s / %s | %s | %s / %s / %s | %.1f / %.1f | %s "
+                         "| %.2f | %s |" % (
                 name, git.split(" ")[0], n, len(mine), med("wall"), med("wall") - results["limit"], med("cpu"),
                 med("cpu") / n, _f(med("seen_p50"), "%.2f"), _f(med("seen_p95"), "%.2f"), _f(med("delay_p95"), "%.2f"),
-                med("reads") / n, med("writes") / n, ", ".join(r.get("loadavg_start", "?") for r in mine),
+                phase("spread"), phase("last_seen"), phase("return"), med("reads") / n, med("writes") / n, ", ".join(r.get("loadavg_start", "?") for r in mine),
                 max(r["others_cores"] for r in mine),
                 ", ".join("%.1f s, %d" % (r["wall"], r["writes"]) for r in again) or "–"))
     return "\n".join(lines)
