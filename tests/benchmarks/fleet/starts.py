@@ -17,7 +17,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support", "emulator"))
 sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 import launcher  # noqa: E402
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import CONCURRENT_CALLS, WPCloudClient  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS, WPCloudClient  # noqa: E402
 
 
 def proc_cpu(pid):
