@@ -245,8 +245,9 @@ def _retry_after(headers):
 class WPCloudClient(object):
     """Calls the partner API. One instance per task; reads share a keep-alive session, writes a
     keep-alive session that is replaced when older than WRITE_SESSION_MAX_AGE, and the hot reads
-    (HOT_READS) a keep-alive urllib3 pool. The transport is only how one attempt is sent (_send); the
-    gate, retries, timeouts, TLS settings and the classification of answers and failures are call()'s.
+    (HOT_READS) a keep-alive urllib3 pool, the starts (HOT_STARTS) another one, renewed as the writes'
+    session is. The transport is only how one attempt is sent (_send); the gate, retries, timeouts, TLS
+    settings and the classification of answers and failures are call()'s.
 
     Safe to share between threads (the list forms and the poller call it concurrently). ``secrets``
     (a Secrets, the task's) holds what its error texts must never show; the API key is added to it.
