@@ -498,15 +498,16 @@ def versions_table(results):
 
             def med(key):
                 return median([r[key] for r in mine])
+
             def phase(key):
                 return _f(median([p[key] for r in mine for p in r.get("phases", {}).values()]), "%.2f")
+            cells = (name, git.split(" ")[0], n, len(mine), med("wall"), med("wall") - results["limit"], med("cpu"),
+                     med("cpu") / n, _f(med("seen_p50"), "%.2f"), _f(med("seen_p95"), "%.2f"), _f(med("delay_p95"), "%.2f"),
+                     phase("spread"), phase("last_seen"), phase("return"), med("reads") / n, med("writes") / n,
+                     ", ".join(r.get("loadavg_start", "?") for r in mine), max(r["others_cores"] for r in mine),
+                     ", ".join("%.1f s, %d" % (r["wall"], r["writes"]) for r in again) or "–")
             lines.append("| %s (%s) | %d | %d | %.1f | %+.1f | %.1f | %.3f | %s / %s | %s | %s / %s / %s | %.1f / %.1f | %s "
-                         "| %.2f | %s |" % (
-                name, git.split(" ")[0], n, len(mine), med("wall"), med("wall") - results["limit"], med("cpu"),
-                med("cpu") / n, _f(med("seen_p50"), "%.2f"), _f(med("seen_p95"), "%.2f"), _f(med("delay_p95"), "%.2f"),
-                phase("spread"), phase("last_seen"), phase("return"), med("reads") / n, med("writes") / n, ", ".join(r.get("loadavg_start", "?") for r in mine),
-                max(r["others_cores"] for r in mine),
-                ", ".join("%.1f s, %d" % (r["wall"], r["writes"]) for r in again) or "–"))
+                         "| %.2f | %s |" % cells)
     return "\n".join(lines)
 
 
