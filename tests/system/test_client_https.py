@@ -278,6 +278,30 @@ def test_hot_reads_keep_their_connection_alive_and_survive_the_servers_idle_clos
         emu.stop()
 
 
+def test_starts_go_through_their_pool_and_survive_the_servers_idle_close(tmp_path):
+    """The starts (HOT_STARTS) through their urllib3 pool: kept alive while it is young, each sent once
+    when the server closed the connection in between (noticed before the start is sent on it)."""
+    emu = start_emulator(tmp_path / "emulator", extra_args=["--idle-timeout", "0.3"])
+    try:
+        client = client_for(emu)
+        ids = []
+        for number in range(6):
+            emu.add_site(300101 + number, "start%d.example" % number, allow_migration=True)
+            ids.append(client.call("migration.create", params={"remote-host": "src.example", "remote-user": "www"},
+                                   site=str(300101 + number)).data["migration-id"])
+        since = last_seq(emu)
+        for number, mid in enumerate(ids):
+            time.sleep(0.5 if number % 2 else 0.05)   # every other start after the server closed the connection
+            assert client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
+        assert [status for op, status in client.calls if op == "migration.preflight"] == [200] * 6
+        assert writes(emu, since) == ["migration.preflight"] * 6         # each applied once
+        assert client._hot_starts is not None
+        connections = [r.get("connection") for r in emu.requests_log(since)]
+        assert 3 <= len(set(connections)) <= 6, connections
+    finally:
+        emu.stop()
+
+
 def test_a_hot_read_reset_or_timed_out_is_retried_through_the_pool(emu, new_site):
     client = client_for(emu, timeout=1)
     mid, ticket = a_ticket(emu, client, new_site)

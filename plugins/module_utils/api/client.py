@@ -87,6 +87,12 @@ WRITE = "write"
 # goes through requests. Both transports send the same request and are classified by the same code (call).
 HOT_READS = frozenset(("ticket.summary", "migration.get", "job.status"))
 
+# The starts of a fleet's preflights and runs go through a urllib3 pool too, one replaced when older than
+# WRITE_SESSION_MAX_AGE (the writes' rule): 1,000 starts are sent back to back, and their tickets end as far
+# apart as they were started, which is what a fleet's completion -> return delay is made of
+# (docs/performance.md, "Detection at a thousand sites"). The other writes stay on requests.
+HOT_STARTS = frozenset(("migration.preflight", "migration.ready"))
+
 # Writes reuse a kept-alive connection only while the session that opened it is young. A connection
 # that the server closed (its keep-alive timeout) and that fails while a write is being sent would
 # leave the write's effect unknown (resolved by a read: uncertain_writes.write_once), so writes never ride a
@@ -239,8 +245,9 @@ def _retry_after(headers):
 class WPCloudClient(object):
     """Calls the partner API. One instance per task; reads share a keep-alive session, writes a
     keep-alive session that is replaced when older than WRITE_SESSION_MAX_AGE, and the hot reads
-    (HOT_READS) a keep-alive urllib3 pool. The transport is only how one attempt is sent (_send); the
-    gate, retries, timeouts, TLS settings and the classification of answers and failures are call()'s.
+    (HOT_READS) a keep-alive urllib3 pool, the starts (HOT_STARTS) another one, renewed as the writes'
+    session is. The transport is only how one attempt is sent (_send); the gate, retries, timeouts, TLS
+    settings and the classification of answers and failures are call()'s.
 
     Safe to share between threads (the list forms and the poller call it concurrently). ``secrets``
     (a Secrets, the task's) holds what its error texts must never show; the API key is added to it.
@@ -272,6 +279,8 @@ class WPCloudClient(object):
         self._writes = None        # (session, when it was made) of the writes
         self._hot = None           # (the hot reads' urllib3 pool or None,) once made
         self._hot_headers = None
+        self._hot_tls = None
+        self._hot_starts = None    # (the starts' urllib3 pool, when it was made)
         self.clock = time.monotonic
         self._lock = threading.Lock()
 
@@ -324,15 +333,30 @@ class WPCloudClient(object):
                 if not where or not os.path.exists(where):
                     return None
                 tls = {"cert_reqs": "CERT_REQUIRED", ("ca_cert_dir" if os.path.isdir(where) else "ca_certs"): where}
-            self._hot_headers = dict(session.headers)
+            self._hot_headers, self._hot_tls = dict(session.headers), tls
             return self._pool(**tls)
         finally:
             session.close()
+
+    def _hot_start_pool(self):
+        """The starts' pool (HOT_STARTS): made as the hot reads' one, replaced when older than
+        WRITE_SESSION_MAX_AGE as the write session is; None when the hot reads go through requests."""
+        if self._hot_pool() is None:
+            return None
+        with self._lock:
+            now = self.clock()
+            if self._hot_starts is None or now - self._hot_starts[1] > WRITE_SESSION_MAX_AGE:
+                old, self._hot_starts = self._hot_starts, (self._pool(**self._hot_tls), now)
+                if old is not None:
+                    old[0].clear()   # idle connections close now; one in use when its request is done
+            return self._hot_starts[0]
 
     def _send(self, operation, kind, method, url, form):
         """One attempt through the transport of ``operation``: (status, headers, body), or the exception
         requests raises for a failed connection (whichever transport sent it)."""
         pool = self._hot_pool() if operation in HOT_READS else None
+        if operation in HOT_STARTS:
+            pool = self._hot_start_pool()
         if pool is None:
             session = self._write_session() if kind == WRITE else self._read_session()
             # verify is passed per request: requests would otherwise let REQUESTS_CA_BUNDLE or
@@ -379,6 +403,9 @@ class WPCloudClient(object):
             if self._hot is not None and self._hot[0] is not None:
                 self._hot[0].clear()
             self._hot = None
+            if self._hot_starts is not None:
+                self._hot_starts[0].clear()
+                self._hot_starts = None
             if self._session is not None:
                 self._session.close()
                 self._session = None

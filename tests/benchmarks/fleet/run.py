@@ -159,6 +159,7 @@ class Fleet:
                              "-f", str(self.args.forks), playbook] + list(extra)
         emu_cpu0 = proc_cpu(self.emu.proc.pid)
         busy0, total0 = machine_cpu()
+        load0 = open("/proc/loadavg").read().split()[0]
         with open(out, "w") as handle:
             started = time.monotonic()
             proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=self.env(trace),
@@ -189,13 +190,54 @@ class Fleet:
             "reads": reads, "writes": writes, "by_endpoint": by_endpoint,
             "emulator_cpu": round(emu_cpu - emu_cpu0, 2) if emu_cpu is not None and emu_cpu0 is not None else None,
             "others_cpu": round(others, 1), "others_cores": round(others / wall, 2),
-            "loadavg": open("/proc/loadavg").read().split()[0],
+            "loadavg": open("/proc/loadavg").read().split()[0], "loadavg_start": load0,
             "output": out,
         }
         result.update(delays)
+        # Detection: a ticket's end (the emulator's completion) to the summary poll that first answered it,
+        # both phases pooled; the rest of completion -> return is the task's (the wait ends with its last ticket).
+        seen = [t["seen"] for t in ticket_polls(self) if t["seen"] is not None and t["seen"] >= -1.0]
+        result.update(seen_p50=pct(seen, 50), seen_p95=pct(seen, 95), seen_max=max(seen) if seen else None,
+                      phases=self.phases(trace))
         if proc.returncode != 0:
             log("  %s exited %s; see %s" % (name, proc.returncode, out))
         return result
+
+    def phases(self, trace):
+        """Per phase (preflight, ready): how far apart its tickets began (the starts' spread, which their ends
+        keep), the last end to the last summary poll (the last ticket's detection), and that poll to the
+        controller's result of the task (the task's own return): completion -> return of the earliest ticket
+        is about the sum of the three (docs/performance.md, "Detection at a thousand sites")."""
+        completed = {}
+        path = os.path.join(self.emu.workdir, "ticket-completions.jsonl")
+        if not os.path.exists(path) or not os.path.exists(trace):
+            return {}
+        with open(path) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                completed[entry["ticket_id"]] = entry
+        polls = {}
+        with open(os.path.join(self.emu.workdir, "ticket-polls.jsonl")) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                polls[entry["ticket_id"]] = max(polls.get(entry["ticket_id"], 0), entry["t"])
+        returned = {}
+        with open(trace) as handle:
+            for line in handle:
+                entry = json.loads(line)
+                for tid in entry["done"]:
+                    returned.setdefault(tid, entry["t"])
+        out = {}
+        for op in ("preflight", "ready"):
+            mine = [t for t in completed.values() if t["operation"] == op and t["ticket_id"] in returned]
+            created = [float(t["created"]) for t in mine if t.get("created")]
+            if not mine or not created:
+                continue
+            last_end = max(t["completed"] for t in mine)
+            last_poll = max(polls.get(t["ticket_id"], last_end) for t in mine)
+            out[op] = {"spread": round(max(created) - min(created), 3), "last_seen": round(last_poll - last_end, 3),
+                       "return": round(max(returned[t["ticket_id"]] for t in mine) - last_poll, 3)}
+        return out
 
     def delays(self, trace):
         """Completion -> return delay of every ticket this run started (seconds)."""
@@ -298,20 +340,26 @@ def bench(args, workroot):
 def interleaved(args, workroot, results):
     """The sizes in turn, ``repeats`` times (1, 10, 100, 1, 10, 100, ...): every size sees the same
     machine conditions; the tables take medians. The re-runs follow the last repeat."""
+    versions = args.versions or [("", args.collection, None)]
+    results["versions"] = [(name, path, sizes, git_state(path)) for name, path, sizes in versions]
     for repeat in range(args.repeats):
-        for n in args.sizes:
-            fleet = Fleet(os.path.join(workroot, "n%d-r%d" % (n, repeat)), n, args)
+        for n, (name, path, sizes) in [(n, v) for n in args.sizes for v in versions if v[2] is None or n in v[2]]:
+            mine = copy.copy(args)
+            mine.collection = path
+            fleet = Fleet(os.path.join(workroot, "n%d-r%d%s" % (n, repeat, "-" + name if name else "")), n, mine)
             try:
-                log("N=%d collection (repeat %d of %d)" % (n, repeat + 1, args.repeats))
-                run = fleet.play("collection", os.path.join(args.collection, "playbooks", "migrate_site.yml"))
-                run.update(kind="collection", repeat=repeat)
+                log("N=%d collection %s(repeat %d of %d), load average %s"
+                    % (n, name + " " if name else "", repeat + 1, args.repeats, open("/proc/loadavg").read().split()[0]))
+                run = fleet.play("collection", os.path.join(path, "playbooks", "migrate_site.yml"))
+                run.update(kind="collection", repeat=repeat, version=name)
                 results["runs"].append(run)
-                log("  wall %.1fs cpu %.1fs writes %d p95 %s other load %.2f cores"
-                    % (run["wall"], run["cpu"], run["writes"], run["delay_p95"], run["others_cores"]))
+                log("  wall %.1fs cpu %.1fs writes %d p95 %s detection p95 %s other load %.2f cores"
+                    % (run["wall"], run["cpu"], run["writes"], run["delay_p95"], _f(run["seen_p95"], "%.2f"),
+                       run["others_cores"]))
                 if repeat == args.repeats - 1 and n in args.rerun_sizes:
-                    again = fleet.play("rerun", os.path.join(args.collection, "playbooks", "migrate_site.yml"),
+                    again = fleet.play("rerun", os.path.join(path, "playbooks", "migrate_site.yml"),
                                        extra=["-e", "site_migration_refresh=false"])
-                    again.update(kind="rerun", repeat=repeat)
+                    again.update(kind="rerun", repeat=repeat, version=name)
                     results["runs"].append(again)
                     log("  re-run wall %.1fs writes %d reads %d" % (again["wall"], again["writes"], again["reads"]))
             finally:
@@ -434,6 +482,35 @@ def duration_tables(results):
     return "\n".join(lines)
 
 
+def versions_table(results):
+    """--versions: medians per version and N (interleaved runs), every run's load average beside them."""
+    lines = ["| version (commit) | N | runs | wall s | wall − limit s | CPU-s | CPU-s per site | detection p50 / p95 s "
+             "| completion→return p95 s | starts' spread / last end→its poll / that poll→return s (phases pooled) "
+             "| API calls per site r / w | load average at start, per run | other load, cores (max) | re-run: wall s, writes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, path, sizes, git in results["versions"]:
+        for n in sorted({r["n"] for r in results["runs"] if r.get("version") == name}):
+            mine = [r for r in results["runs"] if r.get("version") == name and r["n"] == n and r["kind"] == "collection"
+                    and r["rc"] == 0]
+            again = [r for r in results["runs"] if r.get("version") == name and r["n"] == n and r["kind"] == "rerun"]
+            if not mine:
+                continue
+
+            def med(key):
+                return median([r[key] for r in mine])
+
+            def phase(key):
+                return _f(median([p[key] for r in mine for p in r.get("phases", {}).values()]), "%.2f")
+            cells = (name, git.split(" ")[0], n, len(mine), med("wall"), med("wall") - results["limit"], med("cpu"),
+                     med("cpu") / n, _f(med("seen_p50"), "%.2f"), _f(med("seen_p95"), "%.2f"), _f(med("delay_p95"), "%.2f"),
+                     phase("spread"), phase("last_seen"), phase("return"), med("reads") / n, med("writes") / n,
+                     ", ".join(r.get("loadavg_start", "?") for r in mine), max(r["others_cores"] for r in mine),
+                     ", ".join("%.1f s, %d" % (r["wall"], r["writes"]) for r in again) or "–")
+            lines.append("| %s (%s) | %d | %d | %.1f | %+.1f | %.1f | %.3f | %s / %s | %s | %s / %s / %s | %.1f / %.1f | %s "
+                         "| %.2f | %s |" % cells)
+    return "\n".join(lines)
+
+
 def median(values):
     values = sorted(v for v in values if v is not None)
     if not values:
@@ -515,7 +592,7 @@ def tables(results):
     order = {"collection": 0, "rerun": 1, "baseline": 2}
     for r in sorted(runs, key=lambda r: (order[r["kind"]], r["n"])):
         detail.append("| %s | %d | %d | %.1f | %.1f (%.1f+%.1f) | %.2f | %.0f | %d / %d | %s / %s / %s | %s / %s | %s | %s | %s |" % (
-            r["kind"], r["n"], r["rc"], r["wall"], r["cpu"], r["cpu_user"], r["cpu_sys"], r["cpu"] / r["n"],
+            r["kind"] + (" " + r["version"] if r.get("version") else ""), r["n"], r["rc"], r["wall"], r["cpu"], r["cpu_user"], r["cpu_sys"], r["cpu"] / r["n"],
             r["maxrss_mib"], r["reads"], r["writes"], _f(r["delay_p50"], "%.2f"), _f(r["delay_p95"], "%.2f"),
             _f(r["delay_max"], "%.2f"), _f(r["delay_preflight_p95"], "%.2f"), _f(r["delay_run_p95"], "%.2f"),
             "%d/%d" % (r["run_ok"], r["n"]) if r["kind"] != "rerun" else "–", _f(r["emulator_cpu"]),
@@ -559,6 +636,13 @@ def render(results):
                     results["poll"], results["poll"], results["repeats"], results.get("long_repeats", 1)))
         return "\n\n".join([head, duration_tables(results)])
     summary, detail = tables(results)
+    if results.get("versions") and results["versions"][0][0]:
+        head = ("Generated by `%s` on %s: forks %d, preflight %gs, run %gs, accept delay %gs, poll interval %gs; limit "
+                "%gs; versions and sizes interleaved, %d repeats, medians." % (
+                    " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"], results["forks"],
+                    results["preflight"], results["run"], results["accept_delay"], results["poll"], results["limit"],
+                    results["repeats"]))
+        return "\n\n".join([head, versions_table(results), "Every run:", detail])
     if results.get("repeats", 1) > 1:
         head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run %gs, accept delay %gs, poll "
                 "interval %gs; limit %gs; %d interleaved repeats, medians." % (
@@ -703,6 +787,15 @@ def _short(path):
 
 # ------------------------------------------------------------------------------------------ main
 
+def versions_arg(text):
+    versions = []
+    for item in text.split(","):
+        name, path = item.split("=", 1)
+        path, dummy, sizes = path.partition("@")
+        versions.append((name, os.path.abspath(path), [int(x) for x in sizes.split("+")] if sizes else None))
+    return versions
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
 
@@ -734,6 +827,9 @@ def main(argv=None):
     parser.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second (default 200)")
     parser.add_argument("--collection", default=ROOT,
                         help="collection root to benchmark (default: this checkout; e.g. a patched copy)")
+    parser.add_argument("--versions", type=versions_arg, default=None,
+                        help="with --repeats: collections to compare, interleaved per size, as NAME=PATH[@N+N...] "
+                             "(the sizes that version runs at; default all), e.g. base=/tmp/base,branch=.")
     parser.add_argument("--report", metavar="RESULTS_JSON", help="only render (and with --docs, write) a results.json")
     args = parser.parse_args(argv)
     args.collection = os.path.abspath(args.collection)

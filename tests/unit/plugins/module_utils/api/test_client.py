@@ -428,7 +428,7 @@ def test_hot_reads_go_through_the_pool_and_everything_else_through_requests(fake
     state = client.call("migration.get", migration_id=mid)
     full = client.call("ticket.full", params={"response-ticket-id": ticket})
     assert [(c["operation"], c["transport"]) for c in fake_api.log] == [
-        ("migration.preflight", "requests"), ("ticket.summary", "urllib3"), ("ticket.summary", "urllib3"),
+        ("migration.preflight", "urllib3"), ("ticket.summary", "urllib3"), ("ticket.summary", "urllib3"),
         ("migration.get", "urllib3"), ("ticket.full", "requests")]
     assert pending.status == 202 and pending.pending and done.data["status"] == "success"
     assert state.data["state"] == "preflight-succeeded" and full.status == 200
@@ -507,6 +507,49 @@ def test_hot_reads_go_through_requests_where_a_proxy_or_a_missing_ca_bundle_appl
     mid = ticket_for(fake_api)
     client_for().call("migration.get", migration_id=mid)
     assert [c["transport"] for c in fake_api.log] == ["requests"]
+
+
+# -- the starts (HOT_STARTS) through a urllib3 pool that is replaced when old, as the write session is -------
+
+def test_starts_go_through_a_pool_replaced_when_older_than_the_writes_limit(fake_api, client_for, monkeypatch):
+    mid = ticket_for(fake_api, steps=["running"])
+    fake_api.add_site("1001")
+    client = client_for()
+    made, now, real = [], [1000.0], client._pool
+    monkeypatch.setattr(client, "_pool", lambda **tls: made.append(tls) or real(**tls))
+    client.clock = lambda: now[0]
+    client.call("migration.get", migration_id=mid)                       # the hot reads' pool
+    client.call("migration.preflight", migration_id=mid)                 # the starts' pool
+    now[0] += WRITE_SESSION_MAX_AGE
+    client.call("migration.preflight", migration_id=mid)
+    assert len(made) == 2 and made[0] == made[1]                         # still young; the same TLS settings
+    first, cleared = client._hot_starts[0], []
+    first.clear = lambda: cleared.append(1)
+    now[0] += 0.001
+    client.call("migration.ready", migration_id=mid)
+    assert len(made) == 3 and client._hot_starts[0] is not first and cleared == [1]   # older: replaced, closed
+    client.call("site.allow_migration", site="1001")                     # other writes: requests
+    assert [c["transport"] for c in fake_api.log] == ["urllib3"] * 4 + ["requests"]
+    client.close()
+    assert client._hot_starts is None
+
+
+@pytest.mark.parametrize("fault", [dict(error="refused", count=99), dict(error="connect-timeout", count=99),
+                                   dict(error="read-timeout"), dict(error="reset", after=True),
+                                   dict(error="tls-record"), dict(status=503), dict(status=429, retry_after=0, count=99),
+                                   dict(status=409)])
+def test_a_start_fails_through_the_pool_as_through_requests(fake_api, client_for, fault):
+    """Sent or not, effect unknown or none, repeated or not: the same outcome and message on either transport."""
+    outcomes = []
+    for client in (client_for(retries=2), on_requests_only(client_for(retries=2))):
+        mid = ticket_for(fake_api, steps=["running"])
+        fake_api.fault("migration.preflight", **fault)
+        error = failure(client, "migration.preflight", migration_id=mid)
+        outcomes.append((error[0].replace(str(mid), "M"), error[1]["effect"], error[2], error[3], error[4]))
+        fake_api.faults = []
+    transports = [c["transport"] for c in fake_api.log if c["operation"] == "migration.preflight"]
+    assert transports[0] == "urllib3" and transports[-1] == "requests"
+    assert outcomes[0] == outcomes[1]
 
 
 def test_closing_the_client_closes_the_pool(fake_api, client_for):
