@@ -203,12 +203,12 @@ def _desired_plain(params, create=False):
     return wanted
 
 
-def _same(current, wanted):
+def _stored_equals(current, wanted):
     """A stored field equals a wanted one: the service may return 2022 or "2022"."""
     return current is not None and str(current) == str(wanted)
 
 
-def _shown(value, like):
+def _typed_like_wanted(value, like):
     """A stored value in the diff, typed like the wanted value (2022, never "2022", next to 22)."""
     if isinstance(like, int) and not isinstance(like, bool):
         return as_int_or_str(value)
@@ -419,7 +419,7 @@ def _run_one(params, ctx):
     if wanted.get(port) == CREATE_DEFAULTS["remote_port"] and port not in current:
         wanted.pop(port)  # the service's default; nothing to change
     # An empty remote-domain is sent when the record has none (empty means "the destination's default").
-    changes = dict((k, v) for k, v in wanted.items() if not _same(current.get(k), v) or (k == domain and k not in current))
+    changes = dict((k, v) for k, v in wanted.items() if not _stored_equals(current.get(k), v) or (k == domain and k not in current))
     current_auth = record.get("auth")
     note = None
     if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
@@ -433,7 +433,7 @@ def _run_one(params, ctx):
         result["ssh_id_pub"] = record["ssh-id-pub"]
     result["updated_fields"] = sorted(k for k in changes)
     if ctx.diff:
-        before = dict((k, _shown(current.get(k), v)) for k, v in changes.items() if k not in SECRET_PARAMS)
+        before = dict((k, _typed_like_wanted(current.get(k), v)) for k, v in changes.items() if k not in SECRET_PARAMS)
         after = dict((k, v) for k, v in changes.items() if k not in SECRET_PARAMS)
         if any(k in SECRET_PARAMS for k in changes):
             before["auth"] = current_auth
@@ -498,7 +498,7 @@ def update_applied(client, migration_id, changes):
     if any(k in SECRET_PARAMS for k in changes):
         return None
     shown = record_args(record)
-    return True if all(_same(shown.get(k), v) for k, v in changes.items()) else None
+    return True if all(_stored_equals(shown.get(k), v) for k, v in changes.items()) else None
 
 
 def run_info(params, ctx):
@@ -542,7 +542,7 @@ def _element_params(params, element):
     return single
 
 
-def _label(params):
+def _migration_label(params):
     if params.get("site") is not None:
         return "site %s" % params["site"]
     return "migration %s" % params.get("migration_id")
@@ -588,4 +588,4 @@ def _run_migrations(params, ctx):
     if generic:
         fields = sorted(set(f for item in generic for f in item[1]), key=SECRET_FIELDS.index)
         ctx.warn(unsent_warning(fields, [item[0] for item in generic]))
-    return list_result(results, "migrations", _label)
+    return list_result(results, "migrations", _migration_label)

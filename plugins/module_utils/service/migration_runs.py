@@ -151,7 +151,7 @@ FOLLOW = object()
 REFUSED_REPEAT = (400, 409)
 
 
-def _start(client, operation, migration_id, what, before, started_states, result):
+def _start_ticket(client, operation, migration_id, what, before, started_states, result):
     """Start a preflight or a run; its ticket ID. When the start's answer was lost and a read of the
     migration shows that it took effect, there is no ticket to wait on: None, and ``result`` says to
     follow the migration's state (``already_running``)."""
@@ -234,7 +234,7 @@ def _judge_run(run, timed_out, params):
     return run.state
 
 
-def _wait(client, results, params, what, progress):
+def _wait_for_tickets_and_runs(client, results, params, what, progress):
     """Wait for the tickets started and the runs found running, all at once; fold the outcome into
     each result (as the single form would have returned or raised it)."""
     started = [r for r in results if not r.get("failed") and r.get("ticket_id")]
@@ -250,14 +250,14 @@ def _wait(client, results, params, what, progress):
         if tickets is not None:
             waited, timed_out = tickets.result()
             for result, entry in zip(started, ticket_summary(waited, timed_out)["results"]):
-                _fold(result, lambda e=entry, t=timed_out: _judge_ticket(e, t, params, what))
+                _record_outcome(result, lambda e=entry, t=timed_out: _judge_ticket(e, t, params, what))
         if runs is not None:
             followed, timed_out = runs.result()
             for result, run in zip(running, followed):
-                _fold(result, lambda r=run, t=timed_out, res=result: _ended(res, _judge_run(r, t, params), what))
+                _record_outcome(result, lambda r=run, t=timed_out, res=result: _outcome_from_state(res, _judge_run(r, t, params), what))
 
 
-def _ended(result, state, what):
+def _outcome_from_state(result, state, what):
     """A start followed by the migration's state: a run that was already active, or a start whose
     answer was lost but took effect."""
     succeeded = PREFLIGHT_SUCCEEDED if what == "preflight" else MIGRATION_SUCCEEDED
@@ -268,7 +268,7 @@ def _ended(result, state, what):
     return {"state": state}
 
 
-def _fold(result, judge):
+def _record_outcome(result, judge):
     try:
         result.update(judge())
     except ModuleFailure as failure:
@@ -338,7 +338,7 @@ READY_START = (_check_ready, "migration.ready", "the migration run", RUN_STARTED
 def _send_start(client, start, result, record):
     """The start's write, after its checks; the ticket ID goes into ``result``."""
     dummy, operation, noun, started_states = start
-    result["ticket_id"] = _start(client, operation, result["migration_id"], noun, record, started_states, result)
+    result["ticket_id"] = _start_ticket(client, operation, result["migration_id"], noun, record, started_states, result)
     return result
 
 
@@ -352,8 +352,8 @@ def _run_started(params, ctx, start, what, label):
             _send_start(ctx.client(), start, result, record)
         if params["wait"] and (result.get("ticket_id") or result.get("already_running")):
             client = ctx.client()
-            _wait(client, [result], params, what,
-                  progress_for("%s: migration %s" % (label, result["migration_id"]), params, ctx))
+            _wait_for_tickets_and_runs(client, [result], params, what,
+                                       progress_for("%s: migration %s" % (label, result["migration_id"]), params, ctx))
             if result.get("failed"):
                 result.pop("failed")
                 raise ModuleFailure(result.pop("msg"), **result)
@@ -390,7 +390,7 @@ def _run_started(params, ctx, start, what, label):
             result.clear()
             result.update(outcome)
     if params["wait"]:
-        _wait(client, results, params, what, progress_for(label, params, ctx))
+        _wait_for_tickets_and_runs(client, results, params, what, progress_for(label, params, ctx))
     return list_result(results, "migrations", lambda r: "migration %s" % r["migration_id"])
 
 
@@ -441,7 +441,7 @@ def _run_wait(params, ctx):
         result["ticket"] = result["tickets"][0]
     failures = [t for t in result["tickets"] if t["state"] == TICKET_FAILURE]
     named = ", ".join("%s (%s)" % (t["ticket_id"], t["diagnosis"]["code"]) for t in failures[:10])
-    _judge(result, "ticket_id", "tickets", len(ticket_ids), failures, named, params, options)
+    _fail_list_on_errors_or_timeout(result, "ticket_id", "tickets", len(ticket_ids), failures, named, params, options)
     return result
 
 
@@ -460,11 +460,11 @@ def _wait_migrations(params, options, ctx):
     result = dict(changed=False, migrations=summary.pop("results"), **summary)
     failures = [m for m in result["migrations"] if m["state"] in FAILED_STATES]
     named = ", ".join("%s (%s)" % (m["migration_id"], m["state"]) for m in failures[:10])
-    _judge(result, "migration_id", "migrations", len(ids), failures, named, params, options)
+    _fail_list_on_errors_or_timeout(result, "migration_id", "migrations", len(ids), failures, named, params, options)
     return result
 
 
-def _judge(result, id_key, kind, total, failures, named, params, options):
+def _fail_list_on_errors_or_timeout(result, id_key, kind, total, failures, named, params, options):
     """Fail the task for unreadable items, a deadline with work left, or failures (when asked)."""
     errors = [item for item in result[kind] if item["state"] == UNREADABLE]
     if errors:

@@ -39,7 +39,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
 )
 
 
-def _first(data, *names):
+def _first_present(data, *names):
     for name in names:
         if isinstance(data, dict) and data.get(name) is not None:
             return data[name]
@@ -48,7 +48,7 @@ def _first(data, *names):
 
 def parse_messages(data):
     """Messages from the full form; tolerant of the unknown shape (strings or objects)."""
-    raw = _first(data, "responses", "messages", "response", "message_list")
+    raw = _first_present(data, "responses", "messages", "response", "message_list")
     if raw is None:
         return []
     if isinstance(raw, dict):
@@ -58,19 +58,19 @@ def parse_messages(data):
     messages = []
     for item in raw:
         if isinstance(item, dict):
-            item = _first(item, "message", "text", "msg", "response")
+            item = _first_present(item, "message", "text", "msg", "response")
         if item is not None:
             messages.append(str(item))
     return messages
 
 
 def parse_status(data):
-    status = _first(data, "status", "state")
+    status = _first_present(data, "status", "state")
     return str(status).lower() if status is not None else TICKET_RUNNING
 
 
 def parse_count(data, fallback=None):
-    count = _first(data, "response_count", "response-count", "responses_count", "count")
+    count = _first_present(data, "response_count", "response-count", "responses_count", "count")
     try:
         return int(count)
     except (TypeError, ValueError):
