@@ -80,18 +80,41 @@ tree: $(VENV)/.installed
 
 # ---------------------------------------------------------------- test suites
 
+# `make test` runs its suites side by side in lanes (they mostly wait on emulator, sshd and rulebook
+# timers); the suites of a lane run one after the other: the ansible-test ones share the collection
+# tree's tests/output. Each suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the
+# end in the order of SUITES, with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
+TEST_LANES ?= reliability,system,units integration sanity-2.21 sanity-2.16,support gates
+TEST_LOGS  := $(BUILD)/test-logs
+
 test: setup
-	@passed=0; failed=0; failed_names=""; summary=""; \
+	@rm -rf $(TEST_LOGS); mkdir -p $(TEST_LOGS); \
+	lanes="$(TEST_LANES)"; [ "$$lanes" != serial ] || lanes="$(SUITES)"; \
+	listed=" $$(echo "$$lanes" | tr ',' ' ') "; \
+	for suite in $(SUITES); do case "$$listed" in *" $$suite "*) ;; *) echo "test: $$suite is in no lane of TEST_LANES" >&2; exit 2;; esac; done; \
+	started=$$(date +%s); \
+	echo "test: suites side by side, one lane each: $${lanes//,/ | }"; \
+	IFS=, read -ra lane_list <<< "$$lanes"; \
+	for lane in "$${lane_list[@]}"; do \
+		( for suite in $$lane; do \
+			start=$$(date +%s); \
+			if $(MAKE) --no-print-directory $$suite > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
+			echo "$$result $$(( $$(date +%s) - start ))" > $(TEST_LOGS)/$$suite.result; \
+			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( $$(date +%s) - started )) s since the start)"; \
+		done ) & \
+	done; \
+	wait; \
+	passed=0; failed=0; failed_names=""; summary=""; \
 	for suite in $(SUITES); do \
-		echo; echo "=================== $$suite"; \
-		start=$$(date +%s); \
-		if $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
-		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
+		echo; echo "=================== $$suite"; cat $(TEST_LOGS)/$$suite.log; \
+		read -r result seconds < $(TEST_LOGS)/$$suite.result || { result=FAILED; seconds=?; }; \
+		if [ "$$result" = passed ]; then passed=$$((passed + 1)); else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; fi; \
 		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; \
 		elif [ -f $(BUILD)/skipped/$$suite.partial ]; then result="$$result, skipped in part: $$(cat $(BUILD)/skipped/$$suite.partial)"; fi; \
-		summary="$$summary  $$suite: $$result ($$(( $$(date +%s) - start )) s)\n"; \
+		summary="$$summary  $$suite: $$result ($$seconds s)\n"; \
 	done; \
 	echo; echo "=================== summary"; printf "$$summary"; \
+	echo "  wall time: $$(( $$(date +%s) - started )) s"; \
 	[ -z "$$failed_names" ] || echo "failed:$$failed_names"; \
 	echo "$$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
