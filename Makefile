@@ -142,9 +142,13 @@ integration: setup
 	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
 	exit $${rc:-0}
 
+# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time: every worker has its own
+# emulator and source host (free ports, its own unix user and temporary directories). SYSTEM_JOBS=0: one process.
+SYSTEM_JOBS ?= 2
 system: setup
 	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q || rc=$$?; \
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider \
+		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
 	fi; \
@@ -158,9 +162,22 @@ support: setup
 
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
 # prints the summary table (docs/reliability.md).
+# The webhook crash file (twenty kills, mostly waiting for ansible-rulebook to restart) runs beside the
+# rest, each part in its own pytest session with its own final scan for the canaries; one table of both.
+REL_CRASH := tests/reliability/test_rel_webhook_crash.py
+REL_LAST  := tests/reliability/test_rel_zz_artifacts.py
 reliability: setup
-	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/reliability -q -rx
+	@rm -f $(BUILD)/skipped/$@; mkdir -p $(BUILD)/reliability; rm -f $(BUILD)/reliability/*
+	@run() { PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/reliability/$$1.json \
+		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider "$${@:2}" > $(BUILD)/reliability/$$1.log 2>&1; }; \
+	run rest tests/reliability --ignore $(REL_CRASH) & rest=$$!; \
+	run crash $(REL_CRASH) $(REL_LAST) & crash=$$!; \
+	rc=0; wait $$rest || rc=1; wait $$crash || rc=1; \
+	for part in rest crash; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
+	if [ -f $(BUILD)/reliability/rest.json ] && [ -f $(BUILD)/reliability/crash.json ]; then \
+		$(VENV)/bin/python tests/reliability/summary_table.py $(BUILD)/reliability/rest.json $(BUILD)/reliability/crash.json; \
+	fi; \
+	exit $$rc
 
 sanity: sanity-2.21 sanity-2.16
 
