@@ -84,6 +84,7 @@ tree: $(VENV)/.installed
 # timers); the suites of a lane run one after the other: the ansible-test ones share the collection
 # tree's tests/output. Each suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the
 # end in the order of SUITES, with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
+# (A background lane ignores SIGINT, so Ctrl-C stops them all with SIGTERM.)
 TEST_LANES ?= reliability,system,units integration sanity-2.21 sanity-2.16,support gates
 TEST_LOGS  := $(BUILD)/test-logs
 
@@ -93,6 +94,7 @@ test: setup
 	listed=" $$(echo "$$lanes" | tr ',' ' ') "; \
 	for suite in $(SUITES); do case "$$listed" in *" $$suite "*) ;; *) echo "test: $$suite is in no lane of TEST_LANES" >&2; exit 2;; esac; done; \
 	started=$$(date +%s); \
+	trap 'trap - INT TERM; echo "test: interrupted: stopping every lane" >&2; kill -TERM 0' INT TERM; \
 	echo "test: suites side by side, one lane each: $${lanes//,/ | }"; \
 	IFS=, read -ra lane_list <<< "$$lanes"; \
 	for lane in "$${lane_list[@]}"; do \
