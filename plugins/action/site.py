@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import CHECK_MODE_CREATED_SITES_FACT
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import ControllerModuleAction
 
 

@@ -75,7 +75,7 @@ seealso:
     link: https://wp.cloud/docs/
 '''
 
-    # Options of the modules that can wait for a response ticket (the wait contract, module_utils/_args.py).
+    # Options of the modules that can wait for a response ticket (the wait contract, module_utils/runtime/arguments.py).
     WAIT = r'''
 options:
   wait:

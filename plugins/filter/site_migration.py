@@ -39,7 +39,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import (
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     CHECK_MODE_CREATED_SITES_FACT,
     FAILED_STATES,
     MIGRATION_SUCCEEDED,
@@ -635,7 +635,7 @@ def advance(fleet, results, upto=None):
         for site, result in _pair(step, sites, results.get(step)):
             site.update(_next(step, site, result))
             if isinstance(result, Mapping) and result.get("uncertain"):
-                # Writes whose answer was lost, and how a read settled them (module_utils/_uncertain.py).
+                # Writes whose answer was lost, and how a read settled them (module_utils/api/uncertain_writes.py).
                 site["uncertain"] = list(site.get("uncertain") or []) + [
                     dict(entry, step=step) for entry in result["uncertain"] if isinstance(entry, Mapping)]
     return fleet

@@ -97,10 +97,11 @@ from ansible import constants as C
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudAPIError, WPCloudClient
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import mask
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import list_sites
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import mask
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import list_sites
 
 GROUP = "wpcloud_account_sites"
 PREFIX = "wpcloud_"

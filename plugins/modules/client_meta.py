@@ -139,9 +139,9 @@ failure:
   sample: {"status": 403, "operation": "client_meta.get", "message": "Forbidden", "retry_safe": false, "effect": "none", "attempts": 1}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client_meta import run as run_logic
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.client_meta import run as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 
 MODULE_SPEC = dict(
     argument_spec=api_spec_with(dict(

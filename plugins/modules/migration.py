@@ -328,13 +328,13 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import run as run_logic
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import run as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 
 # One migration's options: the module's own, and each element of its list form ``migrations``. No option
 # that is sent to the service has a spec default: an update sends only what the user gave (the defaults
-# of a new migration are CREATE_DEFAULTS in module_utils/_migration.py).
+# of a new migration are CREATE_DEFAULTS in module_utils/service/migration.py).
 _ONE_MIGRATION = dict(
     site=dict(type="str"),
     migration_id=dict(type="int"),

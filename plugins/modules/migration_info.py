@@ -132,9 +132,9 @@ failed_count:
   sample: 0
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import SITE_ARGUMENT_SPEC, api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._migration import run_info as run_logic
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import SITE_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import run_info as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 
 MODULE_SPEC = dict(
     argument_spec=api_spec_with(dict(SITE_ARGUMENT_SPEC, migration_id=dict(type="int"))),

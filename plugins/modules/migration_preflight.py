@@ -203,9 +203,9 @@ api_load:
   sample: {"calls": 1206, "peak_per_second": 300}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_preflight as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import START_ARGUMENT_SPEC, START_RULES, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_runs import run_preflight as run_logic
 
 MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(START_ARGUMENT_SPEC))
 # Check mode across a workflow: null items of these lists are IDs an earlier task only pretended to create

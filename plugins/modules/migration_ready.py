@@ -180,9 +180,9 @@ api_load:
   sample: {"calls": 5612, "peak_per_second": 300}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import START_ARGUMENT_SPEC, START_RULES, api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_ready as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import START_ARGUMENT_SPEC, START_RULES, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_runs import run_ready as run_logic
 
 MODULE_SPEC = dict(START_RULES, argument_spec=api_spec_with(dict(
     START_ARGUMENT_SPEC,

@@ -191,9 +191,9 @@ api_load:
   sample: {"calls": 5500, "peak_per_second": 100}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runs import run_wait as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_runs import run_wait as run_logic
 
 MODULE_SPEC = dict(
     argument_spec=api_spec_with(dict(

@@ -283,9 +283,9 @@ ansible_facts:
       sample: ["blog.example", "shop.example"]
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import WAIT_ARGUMENT_SPEC, api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import run_site as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import run_site as run_logic
 
 _ONE_SITE = dict(
     domain=dict(type="str"),

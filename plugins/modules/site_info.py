@@ -139,9 +139,9 @@ pages:
   sample: 1
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._args import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils._runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils._site import run_info as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import run_info as run_logic
 
 MODULE_SPEC = dict(
     argument_spec=api_spec_with(dict(site=dict(type="str"), client=dict(type="str"),

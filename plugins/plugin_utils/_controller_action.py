@@ -12,9 +12,9 @@ costs the controller"), and partners run these tasks for whole fleets. The modul
 in module_utils, so the action plugin validates the task arguments against the module's own argument
 spec (same object: defaults, choices, mutual exclusions, env fallbacks), runs the logic here, and masks
 no_log values in the result with the collection's one masking function, as the classic module path does
-(module_utils/_masking.py). ``wpcloud_hosting_execution: module`` runs the classic module.
+(module_utils/api/masking.py). ``wpcloud_hosting_execution: module`` runs the classic module.
 
-The no_log values come from ``_masking.no_log_values`` on the validated parameters, not from the
+The no_log values come from ``masking.no_log_values`` (module_utils/api/masking.py) on the validated parameters, not from the
 validation result: ansible-core (2.16 to 2.21) keeps them only in ``ValidationResult._no_log_values``
 and ``parameters._list_no_log_values``, both private; its public API (``ArgumentSpecValidator``,
 ``ValidationResult.validated_parameters``, ``remove_values``, ``set_fallbacks``) has no list of them.
@@ -35,9 +35,9 @@ from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import no_log_values as spec_no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values as spec_no_log_values
 
 display = Display()
 

@@ -40,7 +40,7 @@ FIRST_SITE = 71001
 CLIENT_TIMEOUT = 8
 TIMEOUT_LATENCY = 9
 # Applied later than the client gave up plus the old 1 s settle, sooner than the client's timeout plus
-# the margin (_uncertain.IN_FLIGHT_MARGIN) after that: a read after the old settle "proved" such a write
+# the margin (uncertain_writes.IN_FLIGHT_MARGIN) after that: a read after the old settle "proved" such a write
 # had not happened, and the repeat went out while the original was still on its way (issue 23 item 6).
 LATE_LATENCY = 12
 

@@ -74,12 +74,12 @@ F_WRITE_UNKNOWN_MIGRATION = (
 F_SSL_MISLABEL = (
     " The failure is then reported as 'TLS error talking to https://...: SSLError. Check validate_certs and "
     "ca_path.' with effect 'none': the service answered 413 and closed while the 1 MiB body was still being "
-    "sent, and plugins/module_utils/_client.py call() takes every requests.exceptions.SSLError for a "
+    "sent, and plugins/module_utils/api/client.py call() takes every requests.exceptions.SSLError for a "
     "certificate problem. Fix there: only ssl.SSLCertVerificationError (in the exception chain) is a TLS "
     "setup error; other SSLErrors are connection failures (effect unknown for a write).")
 F_HUGE_URL = (
     "FINDING: client_meta sends a 1 MiB webhook_url to the service (validate_webhook_url in "
-    "plugins/module_utils/_client_meta.py has no length limit). Fix: refuse URLs longer than e.g. 2048 "
+    "plugins/module_utils/service/client_meta.py has no length limit). Fix: refuse URLs longer than e.g. 2048 "
     "characters locally, naming value/webhook_url and the limit." + F_SSL_MISLABEL)
 F_EMPTY_TICKET = (
     "FINDING: response_ticket_wait sends an empty or blank ticket ID to the service instead of refusing it "

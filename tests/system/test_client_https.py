@@ -2,7 +2,7 @@
 secrets on a real TLS connection with a locally made CA, and real network failures (a refused
 connection, resets, timeouts).
 
-The same rules without a server, on a faked HTTP layer: tests/unit/plugins/module_utils/test_client.py.
+The same rules without a server, on a faked HTTP layer: tests/unit/plugins/module_utils/api/test_client.py.
 """
 
 import atexit
@@ -23,11 +23,9 @@ _COLLECTIONS = tempfile.mkdtemp(prefix="wpcloud-client-https-")
 atexit.register(shutil.rmtree, _COLLECTIONS, True)
 sys.path.insert(0, str(collection_tree(_COLLECTIONS)))
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import (  # noqa: E402
-    WPCloudAPIError,
-    WPCloudClient,
-)
-from ansible_collections.wpcloud.hosting.plugins.module_utils._masking import Secrets  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets  # noqa: E402
 
 SECRET_PASS = "canary-remote-pass-7f3a9"
 

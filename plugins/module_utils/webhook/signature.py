@@ -237,9 +237,9 @@ def _member_text(value, name):
 
 def find_signature(payload):
     """Return ``(signature_object, location)``: top level first, then inside ``data``."""
-    sig = payload.get("signature")
-    if isinstance(sig, dict):
-        return sig, "top"
+    signature_object = payload.get("signature")
+    if isinstance(signature_object, dict):
+        return signature_object, "top"
     data = payload.get("data")
     if isinstance(data, dict) and isinstance(data.get("signature"), dict):
         return data["signature"], "data"
@@ -252,9 +252,9 @@ def exact_payload(raw, parsed):
     signature members are strings, which both parsers read alike), else the raw body, which
     :func:`verify_signature` parses again keeping numbers as their exact text."""
     if isinstance(parsed, dict) and isinstance(raw, (bytes, bytearray)) and raw.isascii():
-        sig, _location = find_signature(parsed)
-        if (sig is not None and isinstance(parsed.get("event"), str)
-                and all(isinstance(sig.get(name), str) for name in ("timestamp", "salt", "signature"))):
+        signature_object, _location = find_signature(parsed)
+        if (signature_object is not None and isinstance(parsed.get("event"), str)
+                and all(isinstance(signature_object.get(name), str) for name in ("timestamp", "salt", "signature"))):
             return parsed
     return raw
 
@@ -290,8 +290,8 @@ def verify_signature(payload, hmac_keys):
         result.event = event
         result.event_name = event_name(event)
 
-    sig, location = find_signature(payload)
-    if sig is None:
+    signature_object, location = find_signature(payload)
+    if signature_object is None:
         result.reason = MISSING_SIGNATURE
         result.detail = "no signature object at the top level or inside data"
         return result
@@ -302,9 +302,9 @@ def verify_signature(payload, hmac_keys):
         result.detail = "event is missing or not a string"
         return result
     try:
-        timestamp = _member_text(sig.get("timestamp"), "timestamp")
-        salt = _member_text(sig.get("salt"), "salt")
-        digest = _member_text(sig.get("signature"), "signature")
+        timestamp = _member_text(signature_object.get("timestamp"), "timestamp")
+        salt = _member_text(signature_object.get("salt"), "salt")
+        digest = _member_text(signature_object.get("signature"), "signature")
     except ValueError as exc:
         result.reason = MALFORMED
         result.detail = str(exc)

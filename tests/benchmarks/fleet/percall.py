@@ -20,7 +20,7 @@ WORKDIR = sys.argv[1] if len(sys.argv) > 1 else "/tmp/wpcloud-percall"
 sys.path.insert(0, os.path.join(ROOT, "tests", "support", "emulator"))
 sys.path.insert(0, os.path.join(ROOT, ".build", "collections"))
 import launcher  # noqa: E402
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient  # noqa: E402
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient  # noqa: E402
 import urllib3  # noqa: E402
 
 emu = launcher.start_emulator(os.path.join(WORKDIR, "emulator"), extra_args=["--log-level", "WARNING"])

@@ -50,7 +50,7 @@ def scale(results, out):
 
 
 def gap(age, interval=1.0, cap=12.0):
-    """The adaptive schedule (plugins/module_utils/_poller.py poll_gap, default options)."""
+    """The adaptive schedule (plugins/module_utils/service/poller.py poll_gap, default options)."""
     return min(cap, interval + 0.65 * (age - 10.0) ** 0.5) if age > 10.0 else interval
 
 

@@ -4,7 +4,7 @@
     .venv/bin/python tests/benchmarks/tickets/bench_wait.py [--sizes 1,10,100] [--interval 1.0]
 
 For N tickets that complete at known, staggered times (scripted preflights of 5.0 to 7.0 s after the
-emulator's 202 window, so that all end after the wait has started), it runs the collection's wait (plugins/module_utils/_poller.wait_for_tickets,
+emulator's 202 window, so that all end after the wait has started), it runs the collection's wait (plugins/module_utils/service/poller.wait_for_tickets,
 the code behind response_ticket_wait) against the emulator over HTTPS and prints: how long after the
 last completion the wait returned, the summary calls made, and the calls a ticket-by-ticket wait would
 make at the same interval. Completion times come from the fleet benchmark's traced emulator, which
@@ -36,8 +36,8 @@ def collection_path():
 
 
 def run(size, interval, workdir):
-    from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
-    from ansible_collections.wpcloud.hosting.plugins.module_utils._poller import wait_for_tickets
+    from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+    from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import wait_for_tickets
 
     emu = launcher.start_emulator(os.path.join(workdir, "emu-%d" % size), extra_args=["--accept-delay", "1.0"])
     try:

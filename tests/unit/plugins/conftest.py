@@ -8,9 +8,9 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _client
-from ansible_collections.wpcloud.hosting.plugins.module_utils._context import ModuleContext
-from ansible_collections.wpcloud.hosting.plugins.module_utils._failure import ModuleFailure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.fake_service import FakeService
 
 
@@ -18,8 +18,8 @@ from ansible_collections.wpcloud.hosting.tests.unit.plugins.fake_service import 
 def fake_api(monkeypatch):
     """A FakeService that every WPCloudClient of the test sends through (both transports)."""
     service = FakeService()
-    monkeypatch.setattr(_client.WPCloudClient, "_transport", lambda client: service.adapter())
-    monkeypatch.setattr(_client.WPCloudClient, "_pool", lambda client, **tls: service.pool(**tls))
+    monkeypatch.setattr(WPCloudClient, "_transport", lambda client: service.adapter())
+    monkeypatch.setattr(WPCloudClient, "_pool", lambda client, **tls: service.pool(**tls))
     return service
 
 

@@ -35,7 +35,7 @@ from urllib3.exceptions import (
 )
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import API_PREFIX, OPERATIONS, WRITE
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import API_PREFIX, OPERATIONS, WRITE
 
 API_KEY = "unit-key"
 URL = "https://api.wpcloud.test"

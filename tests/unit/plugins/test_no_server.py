@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils._client import WPCloudClient
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
 
 
 def test_a_socket_connection_is_refused(no_server):

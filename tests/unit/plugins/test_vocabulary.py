@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Each rule of the service is defined once (module_utils/_vocabulary.py) and imported wherever it is used."""
+"""Each rule of the service is defined once (module_utils/service/vocabulary.py) and imported wherever it is used."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _vocabulary
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service import vocabulary
 
-PLUGINS = os.path.abspath(os.path.join(os.path.dirname(_vocabulary.__file__), ".."))
-VOCABULARY = [name for name in dir(_vocabulary) if not name.startswith("_") and name not in ("annotations", "re")]
+PLUGINS = os.path.abspath(os.path.join(os.path.dirname(vocabulary.__file__), "..", ".."))
+VOCABULARY = [name for name in dir(vocabulary) if not name.startswith("_") and name not in ("annotations", "re")]
 # The module files of the collection that are Python plugins (the event source is a plugin of ansible-rulebook).
 SOURCES = sorted(os.path.join(root, name) for root, dirs, names in os.walk(PLUGINS) for name in names
                  if name.endswith(".py") and name != "__init__.py")
@@ -30,7 +30,7 @@ def uses():
     """(module, name) for every vocabulary name that a plugin file names."""
     found = []
     for path in SOURCES:
-        if path == _vocabulary.__file__:
+        if path == vocabulary.__file__:
             continue
         with open(path) as handle:
             words = set(re.findall(r"\w+", handle.read()))
@@ -42,20 +42,20 @@ USES = uses()
 
 
 def test_the_vocabulary_is_used_where_it_was_defined_before():
-    # Migration states were defined four times (_migration.py, _poller.py, _tickets.py and the role's
+    # Migration states were defined four times (migration.py, poller.py, the old _tickets.py and the role's
     # template), secret field names three times: each is now one object, imported by these files.
     where = {}
     for module, name in USES:
         where.setdefault(name, set()).add(module.rsplit(".", 1)[-1])
-    assert {"_migration", "_runs", "site_migration"} <= where["RUNNING_STATES"]
-    assert {"_migration", "site_migration"} <= where["SECRET_FIELDS"]
-    assert {"_migration", "site_migration"} <= where["SECRET_PARAMS"]
-    assert {"_runs", "site_migration"} <= where["FAILED_STATES"]
-    assert {"_poller", "_runs", "site_migration"} <= where["TICKET_TERMINAL"]
-    assert {"_args", "site_migration"} <= where["MIN_POLL_INTERVAL"]
-    assert {"_runs"} <= where["RUN_TERMINAL_STATES"] and {"_runs"} <= where["ACTIVE_STATES"]
-    assert {"_args", "_client"} <= where["DEFAULT_TIMEOUT"]
-    assert {"_runs"} <= where["diagnose"]
+    assert {"migration", "migration_runs", "site_migration"} <= where["RUNNING_STATES"]
+    assert {"migration", "site_migration"} <= where["SECRET_FIELDS"]
+    assert {"migration", "site_migration"} <= where["SECRET_PARAMS"]
+    assert {"migration_runs", "site_migration"} <= where["FAILED_STATES"]
+    assert {"poller", "migration_runs", "site_migration"} <= where["TICKET_TERMINAL"]
+    assert {"arguments", "site_migration"} <= where["MIN_POLL_INTERVAL"]
+    assert {"migration_runs"} <= where["RUN_TERMINAL_STATES"] and {"migration_runs"} <= where["ACTIVE_STATES"]
+    assert {"arguments", "client"} <= where["DEFAULT_TIMEOUT"]
+    assert {"migration_runs"} <= where["diagnose"]
 
 
 @pytest.mark.parametrize("module,name", USES, ids=["%s:%s" % (m.rsplit(".", 1)[-1], n) for m, n in USES])
@@ -63,15 +63,15 @@ def test_every_use_is_the_one_definition(module, name):
     """A file that names a vocabulary item holds the vocabulary's own object, not a copy of its own."""
     loaded = importlib.import_module(module)
     if hasattr(loaded, name):
-        assert getattr(loaded, name) is getattr(_vocabulary, name)
+        assert getattr(loaded, name) is getattr(vocabulary, name)
     # Otherwise the file only mentions the name (in a comment or text); it cannot hold a copy.
 
 
 def service_words():
     """The service's own spellings: migration states, parameter names, credential fields, the ticket parameter."""
-    words = set(_vocabulary.FIELD_NAMES.values()) | set(_vocabulary.RECORD_SECRETS) | {_vocabulary.TICKET_ID_PARAM}
+    words = set(vocabulary.FIELD_NAMES.values()) | set(vocabulary.RECORD_SECRETS) | {vocabulary.TICKET_ID_PARAM}
     for name in VOCABULARY:
-        value = getattr(_vocabulary, name)
+        value = getattr(vocabulary, name)
         if name.startswith(("PREFLIGHT_", "MIGRATION_")) and isinstance(value, str):
             words.add(value)
     return words
@@ -96,5 +96,5 @@ def test_no_plugin_spells_the_services_words_itself():
     words = service_words()
     assert {"migration-running", "remote-pass", "generated-ssh-id", "response-ticket-id"} <= words
     spelled = dict((os.path.relpath(path, PLUGINS), sorted(words & set(code_strings(path))))
-                   for path in SOURCES if path != _vocabulary.__file__)
+                   for path in SOURCES if path != vocabulary.__file__)
     assert dict((path, found) for path, found in spelled.items() if found) == {}

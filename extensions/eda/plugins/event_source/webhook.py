@@ -230,7 +230,7 @@ EXAMPLES = r"""
           name: wpcloud.hosting.on_site_provisioned   # its last task: wpcloud.hosting.webhook_ack
 """
 
-# The source's parts live in plugins/module_utils/webhook/ (a map in its __init__.py). It runs in two
+# The source's parts live in plugins/module_utils/webhook/ (their map: docs/design.md, Layout). It runs in two
 # processes: this one, inside ansible-rulebook (main: check the options, start the receiver, hand the
 # stored events to the rulebook), and the receiver, a child started as "webhook.py --receiver"
 # (HTTPS, the request checks, the durable spool). "webhook.py events ..." is the operator command.

@@ -22,7 +22,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
-from ansible_collections.wpcloud.hosting.plugins.module_utils import _vocabulary
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service import vocabulary
 
 ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "site_migration")
 with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as _handle:
@@ -488,7 +488,7 @@ def test_a_step_that_did_not_run_leaves_its_sites_not_reached():
 def test_the_vocabulary_comes_from_module_utils():
     for name in ("RUNNING_STATES", "FAILED_STATES", "MIGRATION_SUCCEEDED", "TICKET_TERMINAL", "SECRET_FIELDS",
                  "SECRET_PARAMS", "MIN_POLL_INTERVAL", "SITE_VALUE_RULES"):
-        assert getattr(sm, name) is getattr(_vocabulary, name), name
+        assert getattr(sm, name) is getattr(vocabulary, name), name
 
 
 # ----------------------------------------------------------------------------------------- report and stop

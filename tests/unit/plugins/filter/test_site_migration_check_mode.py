@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible_collections.wpcloud.hosting.plugins.action.site import would_create
 from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
-from ansible_collections.wpcloud.hosting.plugins.module_utils._vocabulary import CHECK_MODE_CREATED_SITES_FACT
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.filter.test_site_migration import SPEC, inputs, results
 
