@@ -80,18 +80,43 @@ tree: $(VENV)/.installed
 
 # ---------------------------------------------------------------- test suites
 
+# `make test` runs its suites side by side in lanes (they mostly wait on emulator, sshd and rulebook
+# timers); the suites of a lane run one after the other: the ansible-test ones share the collection
+# tree's tests/output. Each suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the
+# end in the order of SUITES, with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
+# (A background lane ignores SIGINT, so Ctrl-C stops them all with SIGTERM.)
+TEST_LANES ?= reliability,system,units integration sanity-2.21 sanity-2.16,support gates
+TEST_LOGS  := $(BUILD)/test-logs
+
 test: setup
-	@passed=0; failed=0; failed_names=""; summary=""; \
+	@rm -rf $(TEST_LOGS); mkdir -p $(TEST_LOGS); \
+	lanes="$(TEST_LANES)"; [ "$$lanes" != serial ] || lanes="$(SUITES)"; \
+	listed=" $$(echo "$$lanes" | tr ',' ' ') "; \
+	for suite in $(SUITES); do case "$$listed" in *" $$suite "*) ;; *) echo "test: $$suite is in no lane of TEST_LANES" >&2; exit 2;; esac; done; \
+	started=$$(date +%s); \
+	trap 'trap - INT TERM; echo "test: interrupted: stopping every lane" >&2; kill -TERM 0' INT TERM; \
+	echo "test: suites side by side, one lane each: $${lanes//,/ | }"; \
+	IFS=, read -ra lane_list <<< "$$lanes"; \
+	for lane in "$${lane_list[@]}"; do \
+		( for suite in $$lane; do \
+			start=$$(date +%s); \
+			if $(MAKE) --no-print-directory $$suite > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
+			echo "$$result $$(( $$(date +%s) - start ))" > $(TEST_LOGS)/$$suite.result; \
+			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( $$(date +%s) - started )) s since the start)"; \
+		done ) & \
+	done; \
+	wait; \
+	passed=0; failed=0; failed_names=""; summary=""; \
 	for suite in $(SUITES); do \
-		echo; echo "=================== $$suite"; \
-		start=$$(date +%s); \
-		if $(MAKE) --no-print-directory $$suite; then passed=$$((passed + 1)); result=passed; \
-		else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; result=FAILED; fi; \
+		echo; echo "=================== $$suite"; cat $(TEST_LOGS)/$$suite.log; \
+		read -r result seconds < $(TEST_LOGS)/$$suite.result || { result=FAILED; seconds=?; }; \
+		if [ "$$result" = passed ]; then passed=$$((passed + 1)); else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; fi; \
 		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; \
 		elif [ -f $(BUILD)/skipped/$$suite.partial ]; then result="$$result, skipped in part: $$(cat $(BUILD)/skipped/$$suite.partial)"; fi; \
-		summary="$$summary  $$suite: $$result ($$(( $$(date +%s) - start )) s)\n"; \
+		summary="$$summary  $$suite: $$result ($$seconds s)\n"; \
 	done; \
 	echo; echo "=================== summary"; printf "$$summary"; \
+	echo "  wall time: $$(( $$(date +%s) - started )) s"; \
 	[ -z "$$failed_names" ] || echo "failed:$$failed_names"; \
 	echo "$$passed passed, $$failed failed"; \
 	[ $$failed -eq 0 ]
@@ -119,9 +144,13 @@ integration: setup
 	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
 	exit $${rc:-0}
 
+# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time: every worker has its own
+# emulator and source host (free ports, its own unix user and temporary directories). SYSTEM_JOBS=0: one process.
+SYSTEM_JOBS ?= 2
 system: setup
 	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q || rc=$$?; \
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider \
+		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
 	fi; \
@@ -135,9 +164,22 @@ support: setup
 
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
 # prints the summary table (docs/reliability.md).
+# The webhook crash file (twenty kills, mostly waiting for ansible-rulebook to restart) runs beside the
+# rest, each part in its own pytest session with its own final scan for the canaries; one table of both.
+REL_CRASH := tests/reliability/test_rel_webhook_crash.py
+REL_LAST  := tests/reliability/test_rel_zz_artifacts.py
 reliability: setup
-	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/reliability -q -rx
+	@rm -f $(BUILD)/skipped/$@; mkdir -p $(BUILD)/reliability; rm -f $(BUILD)/reliability/*
+	@run() { PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/reliability/$$1.json \
+		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider "$${@:2}" > $(BUILD)/reliability/$$1.log 2>&1; }; \
+	run rest tests/reliability --ignore $(REL_CRASH) & rest=$$!; \
+	run crash $(REL_CRASH) $(REL_LAST) & crash=$$!; \
+	rc=0; wait $$rest || rc=1; wait $$crash || rc=1; \
+	for part in rest crash; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
+	if [ -f $(BUILD)/reliability/rest.json ] && [ -f $(BUILD)/reliability/crash.json ]; then \
+		$(VENV)/bin/python tests/reliability/summary_table.py $(BUILD)/reliability/rest.json $(BUILD)/reliability/crash.json; \
+	fi; \
+	exit $$rc
 
 sanity: sanity-2.21 sanity-2.16
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 import reliability_support as rs
+import summary_table
 from launcher import start_emulator  # tests/support/emulator is on sys.path via reliability_support
 
 ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
@@ -67,39 +68,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
              for k in ("passed", "failed", "xfailed", "xpassed", "skipped", "error")}
     count["skipped"] = len(stats.get("skipped", []))
     count["error"] = len(stats.get("error", []))
-    run = sum(count.values())
-    s = rs.SUMMARY
-
-    def fig(value):
-        return "not measured" if value is None else str(value)
-
-    rows = [
-        ("cases run", str(run)),
-        ("passed", str(count["passed"])),
-        ("expected failures (findings, xfail strict)", str(count["xfailed"])),
-        ("failed / errors / xpassed", "%d / %d / %d" % (count["failed"], count["error"], count["xpassed"])),
-        ("skipped", str(count["skipped"])),
-        ("hostile-input cases", str(s["hostile_cases"])),
-        ("secret occurrences found", "%s (in %d files, %.1f MB scanned)" % (
-            fig(s["secret_occurrences"]), s["secret_files_scanned"], s["secret_bytes_scanned"] / 1e6)),
-        ("secret occurrences in known findings (xfail)", str(s["secret_occurrences_in_findings"])),
-        ("duplicate migrations", fig(s["duplicate_migrations"])),
-        ("writes repeated after an unknown effect", fig(s["repeated_unknown_writes"])),
-        ("lost tickets", fig(s["lost_tickets"])),
-        ("lost events", fig(s["lost_events"])),
-        ("fleet: sites / playbook runs to converge", "%s / %s" % (fig(s["fleet_sites"]), fig(s["fleet_runs"]))),
-        ("fleet: uncertain writes resolved by a read", ", ".join(
-            "%s %s" % (k, v) for k, v in (s.get("fleet_uncertain_writes") or {}).items()) or "not measured"),
-        ("valid delivery latency under attack (ms, max)", fig(s["attack_latency_ms"])),
-        ("wall time (s)", "%.0f" % (time.monotonic() - _started)),
-    ]
-    width = max(len(r[0]) for r in rows)
+    wall = time.monotonic() - _started
+    rows = summary_table.rows(count, rs.SUMMARY, wall)
     terminalreporter.write_sep("=", "reliability summary")
-    terminalreporter.write_line("| %s | %s |" % ("figure".ljust(width), "value"))
-    terminalreporter.write_line("| %s | %s |" % ("-" * width, "-----"))
-    for name, value in rows:
-        terminalreporter.write_line("| %s | %s |" % (name.ljust(width), value))
+    for line in summary_table.lines(rows):
+        terminalreporter.write_line(line)
     out = os.environ.get("RELIABILITY_SUMMARY_JSON")
     if out:
         with open(out, "w") as handle:
-            json.dump({"counts": count, "figures": s, "rows": rows}, handle, indent=1)
+            json.dump({"counts": count, "figures": rs.SUMMARY, "rows": rows, "wall": wall}, handle, indent=1)

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from launcher import start_emulator
+from webhook_harness import wait_for
 from playbooks import collection_tree
 
 # The collection of this checkout, importable as ansible_collections.wpcloud.hosting.
@@ -182,17 +183,28 @@ def test_read_reset_is_retried(emu):
     assert [r["endpoint"] for r in emu.requests_log(since)] == ["site.get", "site.get"]
 
 
+def logged_slow(emu, since, endpoint):
+    """Wait until the emulator has finished (and so logged) the request it held past the client's timeout."""
+    wait_for(lambda: any(r["fault"] and r["endpoint"] == endpoint for r in emu.requests_log(since)), 60, 0.1,
+             "the held %s in the request log" % endpoint)
+
+
+# Timeouts: the client gives up after SLOW_TIMEOUT s, the emulator holds a faulted request SLOW_LATENCY s;
+# both far enough from how long an answer takes on a loaded machine that only the faulted requests time out.
+SLOW_TIMEOUT, SLOW_LATENCY = 3, 6
+
+
 def test_read_timeout_retried_write_timeout_not(emu, new_site):
-    client = client_for(emu, timeout=1)
-    emu.set_faults([{"endpoint": "site.get", "latency": 2, "count": 1}])
+    client = client_for(emu, timeout=SLOW_TIMEOUT)
+    emu.set_faults([{"endpoint": "site.get", "latency": SLOW_LATENCY, "count": 1}])
     assert client.call("site.get", site="1001").status == 200
     site = new_site(allow_migration=False)
     since = last_seq(emu)
-    emu.set_faults([{"endpoint": "site.allow_migration", "latency": 2, "count": 1}])
+    emu.set_faults([{"endpoint": "site.allow_migration", "latency": SLOW_LATENCY, "count": 1}])
     with pytest.raises(WPCloudAPIError) as info:
         client.call("site.allow_migration", site=site)
     assert info.value.effect == "unknown"
-    time.sleep(1.5)  # the slow request is logged when the emulator finishes it
+    logged_slow(emu, since, "site.allow_migration")
     assert writes(emu, since) == ["site.allow_migration"]
 
 
@@ -303,18 +315,18 @@ def test_starts_go_through_their_pool_and_survive_the_servers_idle_close(tmp_pat
 
 
 def test_a_hot_read_reset_or_timed_out_is_retried_through_the_pool(emu, new_site):
-    client = client_for(emu, timeout=1)
+    client = client_for(emu, timeout=SLOW_TIMEOUT)
     mid, ticket = a_ticket(emu, client, new_site)
     since = last_seq(emu)
     emu.set_faults([{"endpoint": "ticket.summary", "reset": "before", "count": 1},
-                    {"endpoint": "migration.get", "latency": 2, "count": 1}])
+                    {"endpoint": "migration.get", "latency": SLOW_LATENCY, "count": 1}])
     assert client.call("ticket.summary", params={"response-ticket-id": ticket}).status in (200, 202)
     assert client.call("migration.get", migration_id=mid).status == 200
     summaries = [status for op, status in client.calls if op == "ticket.summary"]
     assert summaries[0] == "no-answer" and summaries[1] in (200, 202) and len(summaries) == 2
     assert [status for op, status in client.calls if op == "migration.get"] == ["no-answer", 200]
     assert client._hot[0] is not None
-    time.sleep(1.5)  # the slow request is logged when the emulator finishes it
+    logged_slow(emu, since, "migration.get")
     assert [r["endpoint"] for r in emu.requests_log(since)].count("migration.get") == 2
 
 

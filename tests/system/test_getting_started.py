@@ -86,7 +86,7 @@ class DocEmulator:
                                  % (self.command, data, self.stderr.read()[-3000:]))
         return data.decode()
 
-    def ctrl_c(self, timeout=10):
+    def ctrl_c(self, timeout=60):
         """SIGINT to the whole process group (make and the emulator), as Ctrl-C in a terminal does."""
         os.killpg(self.proc.pid, signal.SIGINT)
         try:
@@ -143,9 +143,8 @@ def test_make_emulator_prints_only_the_json_line_and_stops_on_ctrl_c(tmp_path):
                             "ca_path": os.path.join(started.workdir, "ca.pem"), "client": "demo"}
     status, body = started.emu.api("get-site/dest1.example")
     assert status == 200 and body["data"]["atomic_site_id"] == 1001
-    began = time.monotonic()
+    # stops on Ctrl-C (ctrl_c fails when it is still running after its bound, generous for a loaded machine)
     assert started.ctrl_c() == ""  # nothing on stdout but the one line, from start to stop
-    assert time.monotonic() - began < 10
     assert "stopping (SIGINT)" in (tmp_path / "make-emulator.stderr").read_text()
 
 

@@ -367,9 +367,30 @@ def test_update_preflight_ready_409_while_running(emu, new_site):
 
 
 # --------------------------------------------------------------------------- tickets
-def test_ticket_sequence_202_running_success(emu, new_site):
-    fast(emu, preflight=1.0)
-    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+# A new ticket answers 202 for ACCEPTING s here (the session emulator's 0.3 s can pass before the first
+# poll on a loaded machine, and then no 202 is seen): far longer than a start and a poll take under load.
+ACCEPTING = 3.0
+
+
+@pytest.fixture(scope="module")
+def accepting(tmp_path_factory):
+    emu = start_emulator(tmp_path_factory.mktemp("accepting"), extra_args=["--accept-delay", str(ACCEPTING)])
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def accepting_site(accepting):
+    """The ACCEPTING emulator after a reset, and a site of it that allows migrations."""
+    accepting.reset()
+    accepting.add_site(30001, "accepting.example", allow_migration=True)
+    return accepting, 30001
+
+
+def test_ticket_sequence_202_running_success(accepting_site):
+    emu, site = accepting_site
+    fast(emu, preflight=2.0)
+    mid = create(emu, site, **{"remote-pass": "pw"}).json()["data"]["migration-id"]
     tid = start(emu, mid)
     assert get_migration(emu, mid)["state"] == "preflight-running"
     seen = poll(emu, tid, endpoint="summary")
@@ -389,8 +410,9 @@ def test_ticket_sequence_202_running_success(emu, new_site):
     assert get_migration(emu, mid)["state"] == "preflight-succeeded"
 
 
-def test_202_envelope_exact(emu, new_site):
-    mid = create(emu, new_site(), **{"remote-pass": "pw"}).json()["data"]["migration-id"]
+def test_202_envelope_exact(accepting_site):
+    emu, site = accepting_site
+    mid = create(emu, site, **{"remote-pass": "pw"}).json()["data"]["migration-id"]
     tid = start(emu, mid)
     response = call(emu, "POST", "response-ticket/get/summary", {"response-ticket-id": tid})
     assert response.status_code == 202 and response.json() == {"message": "Accepted", "data": None}
