@@ -103,9 +103,12 @@ def unknown_outcome(entry):
 
 def repeated_unknown_writes(log, owner_of):
     """Writes repeated after an unknown outcome with no read of that site's or migration's state in
-    between. ``owner_of(entry)`` maps a request to its site (None: not a site request)."""
+    between: a read that arrived after the client learnt of the doubt (the write's ``answered``) and
+    was answered before the repeat arrived (the emulator's one clock; ``seq`` is the order of logging,
+    which a loaded machine can turn round). ``owner_of(entry)`` maps a request to its site (None: not
+    a site request)."""
     streams = collections.defaultdict(list)
-    for entry in sorted(log, key=lambda e: e["seq"]):
+    for entry in sorted(log, key=lambda e: e["received"]):
         owner = owner_of(entry)
         if owner is not None:
             streams[owner].append(entry)
@@ -114,12 +117,14 @@ def repeated_unknown_writes(log, owner_of):
         for index, entry in enumerate(entries):
             if not unknown_outcome(entry):
                 continue
-            for later in entries[index + 1:]:
-                if later["endpoint"] in STATE_READS and later["status"] in (200, 404):
-                    break
-                if later["write"] and later["endpoint"] == entry["endpoint"] and later["path"] == entry["path"]:
-                    bad.append((owner, entry, later))
-                    break
+            repeat = next((later for later in entries[index + 1:] if later["write"] and
+                           later["endpoint"] == entry["endpoint"] and later["path"] == entry["path"]), None)
+            if repeat is None:
+                continue
+            if not any(read["endpoint"] in STATE_READS and read["status"] in (200, 404) and
+                       entry["answered"] < read["received"] and read["answered"] < repeat["received"]
+                       for read in entries):
+                bad.append((owner, entry, repeat))
     return bad
 
 

@@ -224,6 +224,16 @@ class RequestLog:
         self.lock = threading.Lock()
         self.entries = collections.deque(maxlen=REQUEST_LOG_LIMIT)
         self.seq = 0
+        self.clock = 0
+
+    def tick(self):
+        """A point on one clock shared by every request: an entry's ``received`` (its request arrived)
+        and ``answered`` (just before the client could learn its outcome). ``seq`` is the order entries
+        were logged, after answering: a thread descheduled between its answer and its log entry is
+        logged after requests its answer caused, so only these two order cause and effect."""
+        with self.lock:
+            self.clock += 1
+            return self.clock
 
     def add(self, **entry):
         with self.lock:
@@ -363,7 +373,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         params = php_params(pairs)
         entry = {"time": round(time.time(), 3), "method": self.command, "path": path, "endpoint": endpoint,
                  "status": None, "write": write, "fault": None, "params": param_names(pairs),
-                 "connection": self.client_address[1]}   # the client's port: which connection it came on
+                 "connection": self.client_address[1],   # the client's port: which connection it came on
+                 "received": self.server.requests.tick()}
         service = self.server.service
 
         rule = None
@@ -374,6 +385,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if rule.latency:
                 time.sleep(rule.latency)
             if rule.reset == "before":
+                entry["answered"] = self.server.requests.tick()
                 self._log(entry, started)
                 self._reset_connection()
                 return
@@ -382,6 +394,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 phrase = http.HTTPStatus(rule.status).phrase if rule.status in http.HTTPStatus._value2member_map_ \
                     else "Error"
                 entry["status"] = rule.status
+                entry["answered"] = self.server.requests.tick()
                 try:
                     self._envelope(rule.status, "%s (injected fault)" % phrase, [], headers)
                 finally:
@@ -392,6 +405,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         status, message, data = self._api(endpoint, path_args, methods, params)
         entry["status"] = status
+        entry["answered"] = self.server.requests.tick()
         if rule and rule.reset == "after":
             self._log(entry, started)
             self._reset_connection()

@@ -634,8 +634,12 @@ def test_request_log_never_holds_values(emu, new_site):
     assert all("?" not in e["path"] for e in log)
     assert log[0]["params"] == ["remote-host", "remote-user", "remote-pass"]
     assert set(log[0]) == {"seq", "time", "method", "path", "endpoint", "status", "write", "fault", "params",
-                           "connection"}
+                           "connection", "received", "answered"}
     assert all(isinstance(e["connection"], int) for e in log)   # the client's port, no value
+    # one clock orders cause and effect: each answer comes after its arrival, and before the next
+    # request of this (sequential) client arrives
+    assert all(e["received"] < e["answered"] for e in log)
+    assert all(a["answered"] < b["received"] for a, b in zip(log, log[1:]))
     assert [e["seq"] for e in log] == sorted(e["seq"] for e in log)
     server_log = open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8").read()
     for secret in secrets_sent + [emu.api_key]:
