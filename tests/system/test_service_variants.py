@@ -197,8 +197,8 @@ def test_the_role_allows_a_created_site_that_lost_its_flag_and_migrates_it(run, 
     assert proc.returncode == 0, _explain(proc)
     log = emu.requests_log(since)
     assert len(_writes(log, "site.create")) == 1 and len(_writes(log, "site.allow_migration")) == 1
-    allowed = [e["seq"] for e in _writes(log, "site.allow_migration")][0]
-    assert all(e["seq"] > allowed for e in _writes(log, "migration.create"))
+    allowed = [e["answered"] for e in _writes(log, "site.allow_migration")][0]   # cause and effect: not seq
+    assert all(e["received"] > allowed for e in _writes(log, "migration.create"))
     assert [e["status"] for e in _writes(log, "migration.create")] == [200]
     report, by_host = run.last_report()
     assert by_host[host]["result"] == "succeeded" and by_host[host]["destination"] == "created"
