@@ -610,17 +610,32 @@ def _killed_once_the_runs_started(run, emu, sites, run_seconds, then=0.0, hold=F
 
 
 def test_resume_after_the_playbook_was_killed_during_the_run_wait(run, emu):
-    # The run outlasts the resumed play's way to its create step by far, even on a loaded machine (a run
-    # that has ended by then is another case: test_resume_when_the_run_ends_before_the_run_step_reads_it).
+    # The runs are held active until the resumed play's run step has read them running and its wait has
+    # polled them (a fourth read of each: check, create, run, a poll), then released: a timed run (20 s)
+    # had ended before a loaded machine's resumed play reached it (that case is
+    # test_resume_when_the_run_ends_before_the_run_step_reads_it).
     sites = {"dest%d.example" % i: {"site_migration_site": str(_site(emu))} for i in range(3)}
-    _killed_once_the_runs_started(run, emu, sites, run_seconds=20, then=1.5)      # inside the run's wait
+    _killed_once_the_runs_started(run, emu, sites, run_seconds=0.3, then=1.5, hold=True)   # inside the run's wait
     assert "Run every site's migration and wait for all of them" in (run.dir / "killed.out").read_text()
-    running = [emu.api("migration/get/%s" % run.state(v["site_migration_site"])["migration_id"])[1]["data"]["state"]
-               for v in sites.values()]
+    ids = [run.state(v["site_migration_site"])["migration_id"] for v in sites.values()]
+    running = [emu.api("migration/get/%s" % mid)[1]["data"]["state"] for mid in ids]
     assert running == ["migration-running"] * 3
 
     since = emu.requests_log()[-1]["seq"]
-    again = run.play()
+
+    def read_four_times():
+        reads = [e["path"] for e in _reads(emu.requests_log(since), "migration.get")]
+        return all(sum(1 for p in reads if p.endswith("/%s" % mid)) >= 4 for mid in ids)
+
+    with open(run.dir / "resumed.out", "w") as out:
+        proc = subprocess.Popen(run.argv(), stdout=out, stderr=subprocess.STDOUT, env=run.env(), cwd=str(run.dir))
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not read_four_times():
+            assert proc.poll() is None, (run.dir / "resumed.out").read_text()
+            time.sleep(0.1)
+        emu.release_runs()
+        proc.wait(timeout=300)
+    again = subprocess.CompletedProcess(proc.args, proc.returncode, (run.dir / "resumed.out").read_text(), "")
     assert again.returncode == 0, _explain(again)
     log = emu.requests_log()
     assert len(_writes(log, "migration.create")) == 3                  # one migration per site, ever
