@@ -344,12 +344,19 @@ class WPCloudClient(object):
         if self._hot_pool() is None:
             return None
         with self._lock:
-            now = self.clock()
-            if self._hot_starts is None or now - self._hot_starts[1] > WRITE_SESSION_MAX_AGE:
-                old, self._hot_starts = self._hot_starts, (self._pool(**self._hot_tls), now)
-                if old is not None:
-                    old[0].clear()   # idle connections close now; one in use when its request is done
+            self._hot_starts = self._young(self._hot_starts, lambda: self._pool(**self._hot_tls), lambda pool: pool.clear())
             return self._hot_starts[0]
+
+    def _young(self, held, make, close):
+        """``held`` (a transport, when it was made) while younger than WRITE_SESSION_MAX_AGE, else a new one
+        from ``make()``; the old one is closed: idle connections now, one in use when its request is done.
+        Called under the lock."""
+        now = self.clock()
+        if held is None or now - held[1] > WRITE_SESSION_MAX_AGE:
+            if held is not None:
+                close(held[0])
+            held = (make(), now)
+        return held
 
     def _send(self, operation, kind, method, url, form):
         """One attempt through the transport of ``operation``: (status, headers, body), or the exception
@@ -390,12 +397,7 @@ class WPCloudClient(object):
 
     def _write_session(self):
         with self._lock:
-            now = self.clock()
-            if self._writes is None or now - self._writes[1] > WRITE_SESSION_MAX_AGE:
-                old, self._writes = self._writes, (self._new_session(), now)
-                if old is not None:
-                    # Idle connections close now; one still in use closes when its request is done.
-                    old[0].close()
+            self._writes = self._young(self._writes, self._new_session, lambda session: session.close())
             return self._writes[0]
 
     def close(self):
