@@ -33,6 +33,8 @@ import re
 import socket
 import threading
 import time
+from functools import partial
+from operator import methodcaller
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import (
@@ -344,7 +346,7 @@ class WPCloudClient(object):
         if self._hot_pool() is None:
             return None
         with self._lock:
-            self._hot_starts = self._young(self._hot_starts, lambda: self._pool(**self._hot_tls), lambda pool: pool.clear())
+            self._hot_starts = self._young(self._hot_starts, partial(self._pool, **self._hot_tls), methodcaller("clear"))
             return self._hot_starts[0]
 
     def _young(self, held, make, close):
@@ -397,7 +399,7 @@ class WPCloudClient(object):
 
     def _write_session(self):
         with self._lock:
-            self._writes = self._young(self._writes, self._new_session, lambda session: session.close())
+            self._writes = self._young(self._writes, self._new_session, methodcaller("close"))
             return self._writes[0]
 
     def close(self):
