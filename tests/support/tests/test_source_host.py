@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pwd
+import secrets
 import shutil
 import subprocess
 import sys
@@ -211,21 +212,23 @@ def test_cli_start_stop():
     if os.geteuid() != 0:
         pytest.skip("needs root")
     workdir = tempfile.mkdtemp(prefix="wpsrc-cli-")
+    # A name of its own: a Unix user is machine-wide, and another test run may be on this machine.
+    user = "wpsrccli" + secrets.token_hex(2)
     out = os.path.join(workdir, "host.json")
     script = str(SOURCE_HOST_DIR / "source_host.py")
     try:
         proc = subprocess.run([sys.executable, script, "start", "--workdir", workdir, "--json-out", out,
-                               "--user", "wpsrccli", "--domain", "cli.example"],
+                               "--user", user, "--domain", "cli.example"],
                               capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         assert os.stat(out).st_mode & 0o777 == 0o600
         with open(out) as handle:
             info = json.load(handle)
-        assert info["user"] == "wpsrccli" and info["host"] == "127.0.0.1"
+        assert info["user"] == user and info["host"] == "127.0.0.1"
         assert info["ansible"]["ansible_port"] == info["port"]
         ssh = ["ssh", "-i", info["client_key"], "-p", str(info["port"]), "-o",
                "UserKnownHostsFile=" + info["known_hosts"], "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-               "-o", "IdentitiesOnly=yes", "wpsrccli@127.0.0.1", "cd public_html && wp option get siteurl"]
+               "-o", "IdentitiesOnly=yes", user + "@127.0.0.1", "cd public_html && wp option get siteurl"]
         proc = subprocess.run(ssh, capture_output=True, text=True, timeout=30, check=False)
         assert proc.stdout.strip() == "http://cli.example", proc.stderr
         again = subprocess.run([sys.executable, script, "start", "--workdir", workdir, "--json-out", out],
@@ -236,7 +239,7 @@ def test_cli_start_stop():
                               capture_output=True, text=True, timeout=60, check=False)
     assert stop.returncode == 0, stop.stderr
     with pytest.raises(KeyError):
-        pwd.getpwnam("wpsrccli")
+        pwd.getpwnam(user)
     for pid in (info["sshd_pid"], info["db"]["pid"]):
         assert not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z"
     assert not os.path.exists(info["home"])
