@@ -84,7 +84,8 @@ tree: $(VENV)/.installed
 # timers); the suites of a lane run one after the other: the ansible-test ones share the collection
 # tree's tests/output. Each suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the
 # end in the order of SUITES, with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
-# (A background lane ignores SIGINT, so Ctrl-C stops them all with SIGTERM.)
+# Each lane runs in a process group of its own (set -m), which Ctrl-C or SIGTERM stops: never `kill 0`,
+# which also stopped whatever shared make's process group (a second `make test` started by the same script).
 TEST_LANES ?= reliability,system,units integration sanity-2.21 sanity-2.16,support gates
 TEST_LOGS  := $(BUILD)/test-logs
 
@@ -94,18 +95,19 @@ test: setup
 	listed=" $$(echo "$$lanes" | tr ',' ' ') "; \
 	for suite in $(SUITES); do case "$$listed" in *" $$suite "*) ;; *) echo "test: $$suite is in no lane of TEST_LANES" >&2; exit 2;; esac; done; \
 	started=$$(date +%s); \
-	trap 'trap - INT TERM; echo "test: interrupted: stopping every lane" >&2; kill -TERM 0' INT TERM; \
+	trap 'trap - INT TERM; echo "test: interrupted: stopping every lane" >&2; for pid in $$lane_pids; do kill -TERM -- -$$pid 2>/dev/null; done; exit 143' INT TERM; \
 	echo "test: suites side by side, one lane each: $${lanes//,/ | }"; \
 	IFS=, read -ra lane_list <<< "$$lanes"; \
+	set -m; lane_pids=""; \
 	for lane in "$${lane_list[@]}"; do \
 		( for suite in $$lane; do \
 			start=$$(date +%s); \
 			if $(MAKE) --no-print-directory $$suite > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
 			echo "$$result $$(( $$(date +%s) - start ))" > $(TEST_LOGS)/$$suite.result; \
 			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( $$(date +%s) - started )) s since the start)"; \
-		done ) & \
+		done ) & lane_pids="$$lane_pids $$!"; \
 	done; \
-	wait; \
+	set +m; wait; \
 	passed=0; failed=0; failed_names=""; summary=""; \
 	for suite in $(SUITES); do \
 		echo; echo "=================== $$suite"; cat $(TEST_LOGS)/$$suite.log; \
