@@ -14,7 +14,7 @@ import pytest
 import reliability_support as rs
 import summary_table
 from launcher import start_emulator  # tests/support/emulator is on sys.path via reliability_support
-from sigterm_teardown import pytest_configure  # noqa: F401 pylint: disable=unused-import  (a hook)
+from sigterm_teardown import pytest_configure  # noqa: F401 pylint: disable=unused-import
 
 ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
 
