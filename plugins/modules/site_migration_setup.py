@@ -143,9 +143,9 @@ MODULE_SPEC = dict(argument_spec=api_spec_with(dict(
 
 
 def main():
-    module = AnsibleModule(supports_check_mode=True, **MODULE_SPEC)
-    module.fail_json(msg="wpcloud.hosting.site_migration_setup runs as an action plugin on the controller; "
-                         "call it as a task of a play (it has no module process).")
+    AnsibleModule(supports_check_mode=True, **MODULE_SPEC).fail_json(
+        msg="wpcloud.hosting.site_migration_setup runs as an action plugin on the controller; call it as a task of "
+            "a play (it has no module process).")
 
 
 if __name__ == "__main__":

@@ -16,14 +16,7 @@ import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.action import site_migration_setup
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
-from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import (
-    ADMIN_PASS,
-    HOSTVARS,
-    NEW,
-    PASSWORD,
-    SPEC,
-    inputs,
-)
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration import fleet_builders as fb
 
 
 class Templar(object):
@@ -37,28 +30,28 @@ def setup(fake_api, tmp_path, monkeypatch):
     """setup(sites, check_mode=False, diff=False): the action's result for the sites (host -> role variables)."""
 
     def run(sites, check_mode=False, diff=False, facts=None):
-        given = dict((host, inputs(site_migration_state_dir=str(tmp_path), **values)) for host, values in sites.items())
+        given = dict((host, fb.inputs(site_migration_state_dir=str(tmp_path), **values)) for host, values in sites.items())
         read = []
 
         def read_fleet_variables(task, templar, task_vars, hosts, names):
             read.append(sorted(names))
             return [given[h] for h in hosts]
         monkeypatch.setattr(site_migration_setup, "read_fleet_variables", read_fleet_variables)
-        args = {"argument_spec": SPEC, "api_url": fake_api.url, "api_key": fake_api.api_key}
+        args = {"argument_spec": fb.SPEC, "api_url": fake_api.url, "api_key": fake_api.api_key}
         task = SimpleNamespace(args=args, check_mode=check_mode, diff=diff, async_val=0,
                                action="wpcloud.hosting.site_migration_setup")
         action = site_migration_setup.ActionModule(task, SimpleNamespace(_shell=SimpleNamespace(tmpdir="/x")), None,
                                                    None, Templar(), None)
         result = action.run(task_vars={"inventory_hostname": list(sites)[0], "ansible_play_batch": list(sites),
-                                       "hostvars": HOSTVARS, "ansible_facts": facts or {}})
-        assert read == [sorted(SPEC["options"])]   # every option of the role's spec, read once
+                                       "hostvars": fb.HOSTVARS, "ansible_facts": facts or {}})
+        assert read == [sorted(fb.SPEC["options"])]   # every option of the role's spec, read once
         return result
     return run
 
 
 def password_site(site, **more):
     return dict({"site_migration_site": site, "site_migration_auth": "password",
-                 "site_migration_remote_pass": PASSWORD}, **more)
+                 "site_migration_remote_pass": fb.PASSWORD}, **more)
 
 
 def test_the_result_holds_the_fleet_and_no_credential_and_is_hidden(fake_api, setup):
@@ -68,7 +61,7 @@ def test_the_result_holds_the_fleet_and_no_credential_and_is_hidden(fake_api, se
     assert result["fleet"][0]["stage"] == "preflight"
     assert result["steps"] == {"check": {"sites": 1, "changed": False}, "allow": {"sites": 1, "changed": True},
                                "create": {"sites": 1, "changed": True}}
-    assert PASSWORD not in json.dumps(result) and fake_api.api_key not in json.dumps(result)
+    assert fb.PASSWORD not in json.dumps(result) and fake_api.api_key not in json.dumps(result)
     # A site gives a credential: the result is hidden, as the steps whose arguments held one were.
     assert result["_ansible_no_log"] is True
 
@@ -92,11 +85,11 @@ def test_a_warning_of_the_check_and_the_create_steps_is_said_once(fake_api, setu
 
 
 def test_check_mode_writes_nothing_and_keeps_the_sites_it_would_create_for_a_later_play(fake_api, setup):
-    result = setup({"shop.example": dict(NEW, site_migration_site="shop.example", site_migration_admin_pass=ADMIN_PASS)},
-                   check_mode=True, facts={CHECK_MODE_CREATED_SITES_FACT: ["older.example"]})
+    site = dict(fb.NEW, site_migration_client="acme", site_migration_site="shop.example", site_migration_admin_pass=fb.ADMIN_PASS)
+    result = setup({"shop.example": site}, check_mode=True, facts={CHECK_MODE_CREATED_SITES_FACT: ["older.example"]})
     assert fake_api.writes == [] and result["fleet"][0]["result"] == "checked"
     assert result["ansible_facts"] == {CHECK_MODE_CREATED_SITES_FACT: ["older.example", "shop.example"]}
-    assert ADMIN_PASS not in json.dumps(result)
+    assert fb.ADMIN_PASS not in json.dumps(result)
 
 
 def test_an_argument_spec_without_options_is_refused_before_any_call(fake_api, setup, monkeypatch):

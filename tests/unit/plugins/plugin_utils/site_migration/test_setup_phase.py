@@ -97,8 +97,8 @@ def test_check_mode_writes_nothing_and_says_what_would_happen(fake_api, tmp_path
 
 
 def test_missing_destinations_are_created_ready_for_a_migration(fake_api, tmp_path):
-    fleet, steps, calls, dummy = phase(fake_api, tmp_path, dict(NEW, site_migration_site="shop.example",
-                                                                site_migration_admin_pass=ADMIN_PASS))
+    site = dict(NEW, site_migration_client="acme", site_migration_site="shop.example", site_migration_admin_pass=ADMIN_PASS)
+    fleet, steps, calls, dummy = phase(fake_api, tmp_path, site)
     assert [c[0] for c in calls] == ["site_info", "site", "migration", "migration"]
     assert fleet[0]["destination"] == "created" and fleet[0]["stage"] == "preflight"
     assert ADMIN_PASS not in json.dumps(fleet) and ADMIN_PASS not in json.dumps(
