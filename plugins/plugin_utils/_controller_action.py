@@ -196,4 +196,3 @@ class ControllerModuleAction(_ControllerAction):
         note = self._nulls_note(module_file, nulls)
         outcome["msg"] = "%s; %s" % (outcome["msg"], note) if outcome.get("msg") else note
         outcome["changed"] = bool(outcome.get("changed")) or module_file.CHECK_MODE_NULLS["changed"]
-
