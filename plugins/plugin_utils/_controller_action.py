@@ -45,6 +45,10 @@ COLLECTION = "wpcloud.hosting"
 EXECUTION_VAR = "wpcloud_hosting_execution"
 
 
+def _module_name(module):
+    return "ansible_collections.%s.plugins.modules.%s" % (COLLECTION, module)
+
+
 def _inject_invocation(task_vars):
     # ansible-core 2.21 made the invocation key opt-in; older cores always add it.
     try:
@@ -63,8 +67,20 @@ class _ControllerAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def __init_subclass__(cls, **kwargs):
+        super(_ControllerAction, cls).__init_subclass__(**kwargs)
+        # The module file (and the module_utils it imports) with the action plugin: ansible-playbook's main
+        # process loads the plugin to plan each task, so every worker it forks then has them, instead of
+        # compiling them again in each task's worker (docs/performance.md, "Fleet cost").
+        # An import error is left to the task's run, which reports it.
+        if cls.MODULE:
+            try:
+                importlib.import_module(_module_name(cls.MODULE))
+            except ImportError:
+                pass
+
     def _module_file(self):
-        return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
+        return importlib.import_module(_module_name(self.MODULE))
 
 
 class ControllerOnlyAction(_ControllerAction):
