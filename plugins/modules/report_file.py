@@ -89,7 +89,7 @@ path:
   sample: /srv/wpcloud-reports/site-migration-20261126T173100-site0001-site0100.json
 '''
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import refuse_module_process
 
 ARGUMENT_SPEC = dict(
     path=dict(type="path", required=True),
@@ -101,9 +101,7 @@ MODULE_SPEC = dict(argument_spec=ARGUMENT_SPEC)
 
 
 def main():
-    module = AnsibleModule(supports_check_mode=True, **MODULE_SPEC)
-    module.fail_json(msg="wpcloud.hosting.report_file runs as an action plugin on the controller; "
-                         "call it as a task of a play (it has no module process).")
+    refuse_module_process(MODULE_SPEC, "report_file")
 
 
 if __name__ == "__main__":
