@@ -975,6 +975,6 @@ def test_a_scripted_run_takes_its_duration_not_the_sum_of_its_sleeps_overshoot(m
     added = []
     ticket = type("Ticket", (), {"add_message": lambda self, line: added.append((clock[0], line))})()
     ScriptedExecutor._play(ticket, ["line %d" % i for i in range(10)], 1.0)
-    assert [line for _, line in added] == ["line %d" % i for i in range(10)]
+    assert [line for dummy, line in added] == ["line %d" % i for i in range(10)]
     assert added[-1][0] - 100.0 == pytest.approx(1.01)
     assert added[4][0] - 100.0 == pytest.approx(0.51)      # still spread evenly
