@@ -22,8 +22,11 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action
 
 
 def _octal(params, name):
+    value = params[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value              # YAML's 0640: already the permissions (as ansible.builtin.copy takes it)
     try:
-        return int(str(params[name]), 8)
+        return int(str(value), 8)
     except ValueError:
         raise ValueError("report_file: %s must be octal permissions such as 0640, got %r" % (name, params[name]))
 

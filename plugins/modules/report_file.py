@@ -33,14 +33,15 @@ options:
     required: true
   mode:
     description:
-      - The permissions of the file, in octal.
-    type: str
+      - The permissions of the file, an octal string such as C("0640") (or a number, as YAML reads
+        C(0640): the permissions themselves, as C(ansible.builtin.copy) takes them).
+    type: raw
     default: "0640"
   directory_mode:
     description:
-      - The permissions of the file's directory, in octal, set whether or not it existed (as
+      - The permissions of the file's directory, as O(mode), set whether or not it existed (as
         C(ansible.builtin.file) with C(state=directory) and C(mode) does).
-    type: str
+    type: raw
     default: "0750"
 attributes:
   action:
@@ -94,8 +95,8 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner imp
 ARGUMENT_SPEC = dict(
     path=dict(type="path", required=True),
     content=dict(type="raw", required=True),
-    mode=dict(type="str", default="0640"),
-    directory_mode=dict(type="str", default="0750"),
+    mode=dict(type="raw", default="0640"),
+    directory_mode=dict(type="raw", default="0750"),
 )
 MODULE_SPEC = dict(argument_spec=ARGUMENT_SPEC)
 

@@ -65,3 +65,9 @@ def test_an_unwritable_place_and_a_bad_mode_fail_with_the_path_or_option(tmp_pat
 def test_unknown_options_are_refused(tmp_path):
     result = run({"path": str(tmp_path / "r.json"), "content": REPORT, "dest": "x"})
     assert result["failed"] is True and "dest" in result["msg"]
+
+
+def test_a_mode_that_yaml_read_as_a_number_is_the_permissions_themselves(tmp_path):
+    path = tmp_path / "reports" / "r.json"
+    assert run({"path": str(path), "content": REPORT, "mode": 0o600, "directory_mode": 0o700})["changed"] is True
+    assert mode(path) == 0o600 and mode(path.parent) == 0o700
