@@ -33,8 +33,8 @@ options:
     required: true
   mode:
     description:
-      - The permissions of the file, an octal string such as C("0640") (or a number, as YAML reads
-        C(0640): the permissions themselves, as C(ansible.builtin.copy) takes them).
+      - The permissions of the file, an octal string such as C("0640"). A number (YAML reads an unquoted
+        C(0640) as one) is taken as the permissions themselves, as C(ansible.builtin.copy) takes it.
     type: raw
     default: "0640"
   directory_mode:
