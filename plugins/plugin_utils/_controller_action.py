@@ -102,6 +102,18 @@ class _ControllerAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def __init_subclass__(cls, **kwargs):
+        super(_ControllerAction, cls).__init_subclass__(**kwargs)
+        # The module file (and the module_utils it imports) with the action plugin: ansible-playbook's main
+        # process loads the plugin to plan each task, so every worker it forks then has them, instead of
+        # compiling them again in each task's worker (docs/performance.md, "Fleet cost").
+        # An import error is left to the task's run, which reports it.
+        if cls.MODULE:
+            try:
+                module_file_of(cls.MODULE)
+            except ImportError:
+                pass
+
     def _module_file(self):
         return module_file_of(self.MODULE)
 
