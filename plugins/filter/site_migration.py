@@ -8,9 +8,11 @@ next to this one. The decisions are in plugins/plugin_utils/site_migration/ (one
 
 * ``site_migration_lineup`` (``inputs.py``): every site's inputs, as ``wpcloud.hosting.fleet_vars`` read them,
   checked (the role's argument spec, empty values, the rules between variables) and resolved against
-  its source host; one entry per site, no secret.
+  its source host; one entry per site, no secret. The role runs the same code in its setup task
+  (``wpcloud.hosting.site_migration_setup``, ``setup_phase.py``), with the steps up to the key install.
 * ``site_migration_step`` (``steps.py``): the arguments of one step's module call for the sites that take
-  it, and the fleet that took in the result of the step before (``outcomes.py``); ``stop``: the recap.
+  it, and the fleet that took in the result of the step before (``outcomes.py``); the role uses it for the
+  key install, the preflights and the runs; ``stop``: the recap.
 * ``site_migration_report``, ``site_migration_report_name``, ``site_migration_report_merge``
   (``report.py``): the report of a run, its file name, and one report from those of AWX job slices.
 * ``site_migration_waiting`` (``inputs.py``): the destinations the role created and left to their

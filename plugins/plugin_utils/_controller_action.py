@@ -53,6 +53,45 @@ def _inject_invocation(task_vars):
         return True
 
 
+def module_file_of(module):
+    """The module file of one of the collection's modules (its MODULE_SPEC and run_logic)."""
+    return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, module))
+
+
+def run_in_controller(module, args, check_mode=False, diff=False, progress=None):
+    """One module's logic on ``args`` in this process, as its action plugin runs it: validated by the module's
+    own MODULE_SPEC, a spec error or a ModuleFailure as a failed result, masked by the spec's no_log values.
+    For the actions that make several modules' calls in one task (site_migration_setup)."""
+    module_file = module_file_of(module)
+    validation = ArgumentSpecValidator(**module_file.MODULE_SPEC).validate(args)
+    params = dict((k, v) for k, v in validation.validated_parameters.items()
+                  if k not in validation.unsupported_parameters)
+    ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=check_mode, diff=diff,
+                        progress=progress)
+    return ctx.secrets.mask(_logic_outcome("%s.%s" % (COLLECTION, module), module_file, validation, ctx))
+
+
+def _logic_outcome(fqcn, module_file, validation, ctx):
+    """The result of a module's logic (or of its spec check), warnings included."""
+    if validation.error_messages:
+        error = validation.errors[0]
+        msg = validation.errors.msg
+        if isinstance(error, UnsupportedError):
+            msg = "Unsupported parameters for (%s) module: %s" % (fqcn, msg)
+        return {"failed": True, "msg": msg}
+    try:
+        outcome = module_file.run_logic(ctx.params, ctx)
+    except ModuleFailure as failure:
+        outcome = dict(failure.details)
+        outcome.update(failed=True, msg=failure.msg)
+    finally:
+        ctx.close()
+    outcome.setdefault("changed", False)
+    if ctx.warnings:
+        outcome["warnings"] = ctx.warnings
+    return outcome
+
+
 class _ControllerAction(ActionBase):
     """What every action plugin of the collection is: it runs in the controller process, for the module
     file of its name (MODULE, which subclasses set)."""
@@ -63,8 +102,20 @@ class _ControllerAction(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def __init_subclass__(cls, **kwargs):
+        super(_ControllerAction, cls).__init_subclass__(**kwargs)
+        # The module file (and the module_utils it imports) with the action plugin: ansible-playbook's main
+        # process loads the plugin to plan each task, so every worker it forks then has them, instead of
+        # compiling them again in each task's worker (docs/performance.md, "Fleet cost").
+        # An import error is left to the task's run, which reports it.
+        if cls.MODULE:
+            try:
+                module_file_of(cls.MODULE)
+            except ImportError:
+                pass
+
     def _module_file(self):
-        return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, self.MODULE))
+        return module_file_of(self.MODULE)
 
 
 class ControllerOnlyAction(_ControllerAction):
@@ -123,7 +174,7 @@ class ControllerModuleAction(_ControllerAction):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
-        outcome = self._run_logic(fqcn, module_file, validation, ctx)
+        outcome = _logic_outcome(fqcn, module_file, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}
@@ -157,23 +208,3 @@ class ControllerModuleAction(_ControllerAction):
         note = self._nulls_note(module_file, nulls)
         outcome["msg"] = "%s; %s" % (outcome["msg"], note) if outcome.get("msg") else note
         outcome["changed"] = bool(outcome.get("changed")) or module_file.CHECK_MODE_NULLS["changed"]
-
-    @staticmethod
-    def _run_logic(fqcn, module_file, validation, ctx):
-        if validation.error_messages:
-            error = validation.errors[0]
-            msg = validation.errors.msg
-            if isinstance(error, UnsupportedError):
-                msg = "Unsupported parameters for (%s) module: %s" % (fqcn, msg)
-            return {"failed": True, "msg": msg}
-        try:
-            outcome = module_file.run_logic(ctx.params, ctx)
-        except ModuleFailure as failure:
-            outcome = dict(failure.details)
-            outcome.update(failed=True, msg=failure.msg)
-        finally:
-            ctx.close()
-        outcome.setdefault("changed", False)
-        if ctx.warnings:
-            outcome["warnings"] = ctx.warnings
-        return outcome

@@ -41,3 +41,13 @@ def run_module(module_spec, logic):
     # the invocation unless the controller asks for it.
     result["invocation"] = {"module_args": module.params}
     exit_json(**ctx.secrets.mask(result))
+
+
+def refuse_module_process(module_spec, name):
+    """The classic ``main()`` of a module that only an action plugin on the controller serves (fleet_vars,
+    report_file): a module process has nothing to do but say so."""
+    from ansible.module_utils.basic import AnsibleModule
+
+    module = AnsibleModule(supports_check_mode=True, **module_spec)
+    module.fail_json(msg="wpcloud.hosting.%s runs as an action plugin on the controller; call it as a task of "
+                         "a play (it has no module process)." % name)

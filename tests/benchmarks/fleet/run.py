@@ -84,6 +84,19 @@ def proc_cpu(pid):
         return None
 
 
+def tasks_file(trace):
+    """The fleet_tasks callback's output beside a run's trace."""
+    return trace.replace(".trace.jsonl", ".tasks.jsonl")
+
+
+def read_tasks(path):
+    """[[task name, wall s, controller CPU s]] in play order (fleet_tasks callback)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [[entry["task"], entry["wall"], entry["cpu"]] for entry in map(json.loads, handle)]
+
+
 class Fleet:
     """A fresh emulator with N sites and a run directory holding the inventory of the fleet."""
 
@@ -140,8 +153,9 @@ class Fleet:
             "ANSIBLE_LOCAL_TEMP": os.path.join(self.dir, ".ansible", "tmp"),
             "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
             "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
-            "ANSIBLE_CALLBACKS_ENABLED": "fleet_trace",
+            "ANSIBLE_CALLBACKS_ENABLED": "fleet_trace,fleet_tasks",
             "FLEET_TRACE_FILE": trace,
+            "FLEET_TASKS_FILE": tasks_file(trace),
             "PATH": "%s:%s" % (BIN, env.get("PATH", "")),
         })
         return env
@@ -150,7 +164,7 @@ class Fleet:
         """Run one playbook against the fleet; returns the measurements of the run."""
         trace = os.path.join(self.dir, "%s.trace.jsonl" % name)
         out = os.path.join(self.dir, "%s.out" % name)
-        for path in (trace,):
+        for path in (trace, tasks_file(trace)):
             if os.path.exists(path):
                 os.unlink(path)
         previous = self.emu.requests_log()
@@ -194,6 +208,7 @@ class Fleet:
             "output": out,
         }
         result.update(delays)
+        result["tasks"] = read_tasks(tasks_file(trace))
         # Detection: a ticket's end (the emulator's completion) to the summary poll that first answered it,
         # both phases pooled; the rest of completion -> return is the task's (the wait ends with its last ticket).
         seen = [t["seen"] for t in ticket_polls(self) if t["seen"] is not None and t["seen"] >= -1.0]
@@ -301,7 +316,7 @@ def bench(args, workroot):
                "long_repeats": args.long_repeats}
     if args.durations:
         return durations(args, workroot, results)
-    if args.repeats > 1:
+    if args.repeats > 1 or args.versions:
         return interleaved(args, workroot, results)
     for n in args.sizes:
         fleet = Fleet(os.path.join(workroot, "n%d-collection" % n), n, args)

@@ -42,8 +42,8 @@ def _workdir(argv):
 _original_work = service.Service._work
 
 
-def _traced_work(self, epoch, mid, generation, tid, operation):
-    _original_work(self, epoch, mid, generation, tid, operation)
+def _traced_work(self, epoch, mid, generation, tid, operation, *rest):
+    _original_work(self, epoch, mid, generation, tid, operation, *rest)
     done = time.time()
     ticket = self.tickets.get(tid) or {}
     line = json.dumps({"ticket_id": tid, "operation": operation, "status": ticket.get("status"),

@@ -789,7 +789,7 @@ class Service:
             mig["generation"] += 1
             mig["updated"] = _stamp()
             self._save()
-            job = (self.epoch, mig["id"], mig["generation"], tid, operation)
+            job = (self.epoch, mig["id"], mig["generation"], tid, operation, time.monotonic() + self.accept_delay)
         threading.Thread(target=self._work, args=job, daemon=True,
                          name="%s-%s" % (operation, migration_id)).start()
         return 200, "OK", {"response-ticket-id": tid}
@@ -801,8 +801,10 @@ class Service:
             view.setdefault(key, value)
         return view
 
-    def _work(self, epoch, mid, generation, tid, operation):
-        time.sleep(self.accept_delay)  # queued: the ticket answers 202 meanwhile
+    def _work(self, epoch, mid, generation, tid, operation, accept_at):
+        # Queued: the ticket answers 202 meanwhile. Until a deadline fixed when the ticket was made, so the
+        # thread's start-up and the sleep's overshoot don't lengthen the window.
+        time.sleep(max(0.0, accept_at - time.monotonic()))
         with self.lock:
             if epoch != self.epoch or mid not in self.migrations:
                 return

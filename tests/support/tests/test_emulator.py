@@ -957,3 +957,24 @@ def test_webhook_events_reach_a_receiver(tmp_path):
     finally:
         emu.stop()
         receiver.shutdown()
+
+
+def test_a_scripted_run_takes_its_duration_not_the_sum_of_its_sleeps_overshoot(monkeypatch):
+    # Every sleep oversleeps by 10 ms (a loaded machine does): the lines are due at absolute times from
+    # the start, so 10 lines over 1 s end 10 ms late, not 100 ms (which pushed every run's end past the
+    # client's whole-second poll and cost a second per phase, docs/performance.md "Fleet cost").
+    from executors.scripted import ScriptedExecutor
+
+    clock = [100.0]
+
+    def sleep(seconds):
+        clock[0] += seconds + 0.01
+
+    monkeypatch.setattr("executors.scripted.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("executors.scripted.time.sleep", sleep)
+    added = []
+    ticket = type("Ticket", (), {"add_message": lambda self, line: added.append((clock[0], line))})()
+    ScriptedExecutor._play(ticket, ["line %d" % i for i in range(10)], 1.0)
+    assert [line for dummy, line in added] == ["line %d" % i for i in range(10)]
+    assert added[-1][0] - 100.0 == pytest.approx(1.01)
+    assert added[4][0] - 100.0 == pytest.approx(0.51)      # still spread evenly

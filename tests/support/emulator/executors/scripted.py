@@ -118,10 +118,13 @@ class ScriptedExecutor(Executor):
 
     @staticmethod
     def _play(ticket, lines, duration):
-        # Spread the lines over the duration so pollers see response_count grow.
+        # Spread the lines over the duration so pollers see response_count grow. Each line is due at an
+        # absolute time from the start, so a run takes its duration, not the duration plus every sleep's
+        # overshoot (which piled up past the client's whole-second poll and cost a second per phase).
         pause = duration / len(lines) if lines else 0
-        for line in lines:
-            time.sleep(pause)
+        start = time.monotonic()
+        for number, line in enumerate(lines, 1):
+            time.sleep(max(0.0, start + number * pause - time.monotonic()))
             ticket.add_message(line)
 
     def preflight(self, migration, ticket):

@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) wpcloud.hosting contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Action plugin of wpcloud.hosting.site_migration_setup: the site_migration role's phase before the key
+install in one task. The hosts' variables are read as fleet_vars reads them, the order of the steps is
+plugins/plugin_utils/site_migration/setup_phase.py, and each module call is the module's own logic in this
+process (``run_in_controller``). A credential goes from its role variable to the module's logic in memory:
+never into a result, a fact or a task argument."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError
+from ansible.utils.display import Display
+
+from ansible_collections.wpcloud.hosting.plugins.action.site import would_create
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import API_ARGUMENT_SPEC
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import (
+    ControllerOnlyAction,
+    run_in_controller,
+)
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.fleet_variables import play_hosts, read_fleet_variables
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.setup_phase import (
+    CHECK_STEP,
+    role_secrets,
+    set_up,
+)
+
+display = Display()
+
+
+def phase_result(steps, diff):
+    """changed, warnings (each once, in order), diffs and the steps' summary, from the steps' results."""
+    changed, warnings, diffs, summary = False, [], [], {}
+    for step, ran in steps.items():
+        result = ran["result"] if isinstance(ran["result"], Mapping) else {}
+        step_changed = step != CHECK_STEP and bool(result.get("changed"))
+        changed = changed or step_changed
+        warnings += [w for w in result.get("warnings") or [] if w not in warnings]
+        if diff and step_changed and result.get("diff"):
+            found = result["diff"]
+            diffs += found if isinstance(found, list) else [found]
+        summary[step] = {"sites": ran["sites"], "changed": step_changed}
+        if isinstance(result.get("api_load"), Mapping):
+            summary[step]["api_load"] = dict(result["api_load"])
+    return changed, warnings, diffs, summary
+
+
+class ActionModule(ControllerOnlyAction):
+    MODULE = "site_migration_setup"
+
+    def run_validated(self, result, params, no_log_values, task_vars):
+        spec = params["argument_spec"]
+        hosts = play_hosts(task_vars, params["hosts"])
+        if not isinstance(spec.get("options"), Mapping) or not spec["options"]:
+            result.update(failed=True, msg="site_migration_setup: argument_spec has no options; give it the role's "
+                                           "argument spec (argument_specs.main of meta/argument_specs.yml).")
+            return result
+        if not hosts:
+            result.update(failed=True, msg="site_migration_setup: hosts is empty; name the sites' hosts, or leave "
+                                           "hosts out for the play batch.")
+            return result
+        try:
+            inputs = read_fleet_variables(self._task, self._templar, task_vars, hosts, list(spec["options"]))
+        except KeyError as missing:
+            result.update(failed=True, msg="site_migration_setup: host %r is not in the inventory (hosts)"
+                                           % missing.args[0])
+            return result
+        credentials = role_secrets(inputs, spec)
+        secrets = Secrets(set(no_log_values) | credentials)
+        connection = dict((k, params[k]) for k in API_ARGUMENT_SPEC if params.get(k) is not None)
+        host = task_vars.get("inventory_hostname")
+        diff = bool(self._task.diff)
+
+        def progress(line):
+            display.display(secrets.mask("[%s] %s" % (host, line)))
+
+        def call(module, args, check_mode):
+            return run_in_controller(module, dict(connection, **args), check_mode=check_mode, diff=diff,
+                                     progress=progress)
+
+        try:
+            fleet, steps = set_up(inputs, hosts, spec, call, task_vars.get("hostvars"), bool(self._task.check_mode),
+                                  progress)
+        except AnsibleError as error:
+            result.update(failed=True, msg=secrets.mask("site_migration_setup: %s" % error))
+            return result
+        changed, warnings, diffs, summary = phase_result(steps, diff)
+        outcome = {"changed": changed, "steps": summary}
+        if warnings:
+            outcome["warnings"] = warnings
+        if diffs:
+            outcome["diff"] = diffs
+        created = would_create(steps["new"]["result"]) if self._task.check_mode and "new" in steps else []
+        if created:
+            # As the site module's action says it (plugins/action/site.py): a later play's role previews them.
+            earlier = (task_vars.get("ansible_facts") or {}).get(CHECK_MODE_CREATED_SITES_FACT) or []
+            outcome["ansible_facts"] = {CHECK_MODE_CREATED_SITES_FACT: sorted(set(list(earlier) + created))}
+        result.update(secrets.mask(outcome))
+        # Holds no credential by construction (the line-up resolves none; the steps' results come masked), and
+        # is not masked again: a credential that reads like a port or an ID would replace that value.
+        result["fleet"] = fleet
+        if credentials:
+            # As the role's steps had no_log when their arguments held a credential: the result holds none,
+            # and is not shown either (without one, the diffs of --diff are).
+            result["_ansible_no_log"] = True
+        return result
