@@ -41,3 +41,15 @@ attributes:
     description: Reading changes nothing.
     support: full
 '''
+
+    # The modules that call no API and have no module process (fleet_vars, report_file).
+    CONTROLLER_ONLY = r'''
+attributes:
+  action:
+    description: An action plugin of the same name does the work in the controller process; there is no module process.
+    support: full
+  action_group:
+    description: Not in C(group/wpcloud.hosting.all); it calls no API.
+    support: none
+    membership: []
+'''

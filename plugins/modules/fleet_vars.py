@@ -36,14 +36,9 @@ options:
       - An explicitly empty list is an error.
     type: list
     elements: str
+extends_documentation_fragment:
+  - wpcloud.hosting.attributes.CONTROLLER_ONLY
 attributes:
-  action:
-    description: An action plugin of the same name does the work in the controller process; there is no module process.
-    support: full
-  action_group:
-    description: Not in C(group/wpcloud.hosting.all); it calls no API.
-    support: none
-    membership: []
   async:
     description: Not supported; it takes milliseconds per host.
     support: none

@@ -43,14 +43,9 @@ options:
         C(ansible.builtin.file) with C(state=directory) and C(mode) does).
     type: raw
     default: "0750"
+extends_documentation_fragment:
+  - wpcloud.hosting.attributes.CONTROLLER_ONLY
 attributes:
-  action:
-    description: An action plugin of the same name does the work in the controller process; there is no module process.
-    support: full
-  action_group:
-    description: Not in C(group/wpcloud.hosting.all); it calls no API.
-    support: none
-    membership: []
   async:
     description: Not supported; it takes milliseconds.
     support: none
