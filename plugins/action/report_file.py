@@ -66,6 +66,10 @@ class ActionModule(ControllerOnlyAction):
 
     def run_validated(self, result, params, no_log_values, task_vars):
         path = params["path"]
+        if not path:
+            result.update(failed=True, msg="report_file: path is empty; give the file to write, for example "
+                                           "\"{{ playbook_dir }}/reports/run.json\".")
+            return result
         try:
             mode, directory_mode = _octal(params, "mode"), _octal(params, "directory_mode")
             if self._task.check_mode:

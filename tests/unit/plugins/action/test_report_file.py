@@ -71,3 +71,10 @@ def test_a_mode_that_yaml_read_as_a_number_is_the_permissions_themselves(tmp_pat
     path = tmp_path / "reports" / "r.json"
     assert run({"path": str(path), "content": REPORT, "mode": 0o600, "directory_mode": 0o700})["changed"] is True
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
+
+
+def test_an_empty_path_is_an_error_that_names_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)         # an empty path must not become the working directory
+    result = run({"path": "", "content": REPORT})
+    assert result["failed"] is True and "path is empty" in result["msg"]
+    assert os.listdir(tmp_path) == []
