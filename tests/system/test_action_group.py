@@ -15,6 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ROOT / "plugins" / "modules"
 ACTIONS = ROOT / "plugins" / "action"
+FRAGMENTS = ROOT / "plugins" / "doc_fragments"
 
 
 def module_names():
@@ -38,12 +39,36 @@ def all_group():
     return runtime["action_groups"]["all"]
 
 
-def documentation(path):
-    """The module's DOCUMENTATION string, read without importing the module."""
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DOCUMENTATION" for t in node.targets):
+def _assigned(nodes, name):
+    for node in nodes:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
             return yaml.safe_load(node.value.value)
-    raise AssertionError("%s has no DOCUMENTATION" % path)
+    return None
+
+
+def fragment_attributes(name):
+    """The attributes of one of this collection's doc fragments (wpcloud.hosting.<file>[.<VARIABLE>]),
+    read without importing it; {} for another collection's."""
+    if not name.startswith("wpcloud.hosting."):
+        return {}
+    file, _, variable = name[len("wpcloud.hosting."):].partition(".")
+    classes = [n for n in ast.parse((FRAGMENTS / ("%s.py" % file)).read_text()).body if isinstance(n, ast.ClassDef)]
+    doc = _assigned(classes[0].body, variable or "DOCUMENTATION")
+    assert doc is not None, name
+    return doc.get("attributes") or {}
+
+
+def documentation(path):
+    """The module's DOCUMENTATION, read without importing the module, with the attributes of the
+    collection's fragments it extends merged under its own (as ansible-doc merges them)."""
+    doc = _assigned(ast.parse(path.read_text()).body, "DOCUMENTATION")
+    assert doc is not None, "%s has no DOCUMENTATION" % path
+    merged = {}
+    for name in doc.get("extends_documentation_fragment") or []:
+        merged.update(fragment_attributes(name))
+    merged.update(doc.get("attributes") or {})
+    doc["attributes"] = merged
+    return doc
 
 
 def test_there_are_modules():
