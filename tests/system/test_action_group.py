@@ -51,7 +51,7 @@ def fragment_attributes(name):
     read without importing it; {} for another collection's."""
     if not name.startswith("wpcloud.hosting."):
         return {}
-    file, _, variable = name[len("wpcloud.hosting."):].partition(".")
+    file, variable = (name[len("wpcloud.hosting."):].split(".", 1) + [""])[:2]
     classes = [n for n in ast.parse((FRAGMENTS / ("%s.py" % file)).read_text()).body if isinstance(n, ast.ClassDef)]
     doc = _assigned(classes[0].body, variable or "DOCUMENTATION")
     assert doc is not None, name
