@@ -58,14 +58,21 @@ def module_file_of(module):
     return importlib.import_module("ansible_collections.%s.plugins.modules.%s" % (COLLECTION, module))
 
 
+def _validated(module_spec, args):
+    """``args`` checked by a module's spec: the validation (its errors) and the parameters it supports,
+    defaults and env fallbacks included."""
+    validation = ArgumentSpecValidator(**module_spec).validate(args)
+    params = dict((k, v) for k, v in validation.validated_parameters.items()
+                  if k not in validation.unsupported_parameters)
+    return validation, params
+
+
 def run_in_controller(module, args, check_mode=False, diff=False, progress=None):
     """One module's logic on ``args`` in this process, as its action plugin runs it: validated by the module's
     own MODULE_SPEC, a spec error or a ModuleFailure as a failed result, masked by the spec's no_log values.
     For the actions that make several modules' calls in one task (site_migration_setup)."""
     module_file = module_file_of(module)
-    validation = ArgumentSpecValidator(**module_file.MODULE_SPEC).validate(args)
-    params = dict((k, v) for k, v in validation.validated_parameters.items()
-                  if k not in validation.unsupported_parameters)
+    validation, params = _validated(module_file.MODULE_SPEC, args)
     ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=check_mode, diff=diff,
                         progress=progress)
     return ctx.secrets.mask(_logic_outcome("%s.%s" % (COLLECTION, module), module_file, validation, ctx))
@@ -127,14 +134,12 @@ class ControllerOnlyAction(_ControllerAction):
         task_vars = task_vars or {}
         result = super(ControllerOnlyAction, self).run(tmp, task_vars)
         spec = self._module_file().MODULE_SPEC
-        validation = ArgumentSpecValidator(**spec).validate(dict(self._task.args))
+        validation, params = _validated(spec, dict(self._task.args))
         # Defaults and env fallbacks included: the validated parameters hold them.
         no_log_values = spec_no_log_values(spec["argument_spec"], validation.validated_parameters)
         if validation.error_messages:
             result.update(failed=True, msg=remove_values("; ".join(validation.error_messages), no_log_values))
             return result
-        params = dict((k, v) for k, v in validation.validated_parameters.items()
-                      if k not in validation.unsupported_parameters)
         return self.run_validated(result, params, no_log_values, task_vars)
 
     def run_validated(self, result, params, no_log_values, task_vars):
@@ -158,10 +163,7 @@ class ControllerModuleAction(_ControllerAction):
         # echoed back in the invocation.
         module_file = self._module_file()
         args, nulls = self._check_mode_nulls(module_file, dict(self._task.args))
-        validator = ArgumentSpecValidator(**module_file.MODULE_SPEC)
-        validation = validator.validate(args)
-        params = dict((k, v) for k, v in validation.validated_parameters.items()
-                      if k not in validation.unsupported_parameters)
+        validation, params = _validated(module_file.MODULE_SPEC, args)
         host = task_vars.get("inventory_hostname")
         ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=bool(self._task.check_mode),
                             diff=bool(self._task.diff), progress=lambda line: display.display("[%s] %s" % (host, line)))
