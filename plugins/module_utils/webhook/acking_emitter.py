@@ -60,6 +60,7 @@ class AckingEmitter(Emitter):
     """
 
     journal_interval = 0.1
+    clock = staticmethod(time.monotonic)   # the time deadlines and the stall warning are read by (tests set their own)
     window_stall_warning = 60.0   # seconds a full window waits without an acknowledgement before the warning
 
     def __init__(self, directory: str, ack_timeout: float, max_unacked: int = options.MAX_UNACKED,
@@ -175,7 +176,7 @@ class AckingEmitter(Emitter):
             self.counts["handed_over_again"] += 1
         await queue.put(event)
         if self.slots.get(slot.delivery_id) is slot:
-            slot.deadline = time.monotonic() + self.ack_timeout
+            slot.deadline = self.clock() + self.ack_timeout
 
     async def _give_up(self, slot: AwaitingAck) -> None:
         logger.error("wpcloud.hosting.webhook: %s was handed over %d time(s) without an acknowledgement; given up "
@@ -194,7 +195,7 @@ class AckingEmitter(Emitter):
         except OSError as exc:
             # not recorded: it stays out, and is handed over again after the next timeout
             logger.error("wpcloud.hosting.webhook: cannot record %s as given up: %s", slot.delivery_id, exc)
-            slot.deadline = time.monotonic() + self.ack_timeout
+            slot.deadline = self.clock() + self.ack_timeout
             return
         self.counts["given_up"] += 1
         self._settle(slot.delivery_id)
@@ -240,7 +241,7 @@ class AckingEmitter(Emitter):
 
     async def _tick(self) -> None:
         """Slots past their deadline become due; the mark is recorded when it moved."""
-        now = time.monotonic()
+        now = self.clock()
         self._warn_when_the_window_stalls(now)
         for slot in self.slots.values():
             if slot.deadline is not None and now >= slot.deadline and not slot.due:

@@ -20,7 +20,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook import spo
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.acking_emitter import make_emitter  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.emitter import Emitter  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.webhook.source_parts import (  # noqa: E402  pylint: disable=wrong-import-position
-    Rulebook, acking, ids, run, stored_and_acking, until, write_named_spool, write_spool,
+    Rulebook, acking, ids, manual_clock, run, stored_and_acking, until, write_named_spool, write_spool,
 )
 
 
@@ -69,12 +69,15 @@ def test_acking_emitter_holds_at_most_max_unacked_and_marks_only_what_is_done(tm
 
 def test_an_event_not_acknowledged_in_time_comes_again_then_is_given_up(tmp_path, caplog):
     names, emitter = stored_and_acking(tmp_path, 2, timeout=0.2, attempts=2)
+    clock = manual_clock(emitter)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
             await rb.take(2)
             await rb.ack(names[1])
+            clock.advance(0.3)
             again = await rb.take(1, timeout=3)          # the first, after ack_timeout
+            clock.advance(0.3)
             await until(lambda: emitter.counts["given_up"] == 1)   # not acknowledged again: given up after 2
             await until(lambda: spool.read_mark(str(tmp_path)) == 2)
             await rb.nothing_more()
@@ -126,10 +129,12 @@ def one_dead_letter(tmp_path):
     takes the three, acknowledges the first and the third, and waits until the second, not
     acknowledged in time, is given up (a dead letter) and the mark is past all three."""
     names, emitter = stored_and_acking(tmp_path, 3, attempts=1, timeout=0.1)
+    clock = manual_clock(emitter)
 
     async def start(rb):
         await rb.take(3)
         await rb.ack(names[0], names[2])
+        clock.advance(0.2)
         await until(lambda: emitter.counts["given_up"] == 1 and emitter.marked_seq == 3)
         await until(lambda: spool.read_mark(str(tmp_path)) == 3)
     return names, emitter, start
@@ -248,14 +253,17 @@ def test_a_full_window_that_nothing_acknowledges_is_warned_about_once(tmp_path, 
     size = write_spool(tmp_path, names)
     emitter = acking(tmp_path, timeout=0.6, window=2, attempts=5)      # warned after a quarter of ack_timeout
     emitter.durable(3, size)
+    clock = manual_clock(emitter)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
             await rb.take(2)
-            await until(lambda: STALL_WARNING in caplog.text, timeout=3)
+            await until(lambda: clock.advance(0.01) or STALL_WARNING in caplog.text, timeout=3)
             await rb.nothing_more(0.1)                   # the third waits for room in the window
+            clock.advance(0.6)
             again = await rb.take(2, timeout=3)          # after ack_timeout: the same two again
-            await asyncio.sleep(0.5)
+            clock.advance(0.3)                           # the window full again, past the warning's 0.15 s
+            await asyncio.sleep(0.3)
             return again
     again = run(scenario())
     assert [e["meta"]["attempt"] for e in again] == [2, 2]
@@ -268,13 +276,16 @@ def test_a_full_window_that_nothing_acknowledges_is_warned_about_once(tmp_path, 
 
 def test_a_full_window_whose_events_are_acknowledged_is_not_warned_about(tmp_path, caplog):
     names, emitter = stored_and_acking(tmp_path, 6, timeout=0.8, window=2)
+    clock = manual_clock(emitter)
 
     async def scenario():
         async with Rulebook(emitter) as rb:
             for dummy in range(3):
                 taken = await rb.take(2)
-                await asyncio.sleep(0.1)                 # the window is full for a while, under the 0.2 s
+                await asyncio.sleep(0.05)                # the emitter sees the window full ...
+                clock.advance(0.1)                       # ... for 0.1 s, under the warning's 0.2 s (0.3 s in all)
                 await rb.ack(*[e["meta"]["delivery_id"] for e in taken])
-            await asyncio.sleep(0.3)                     # empty window: nothing to say either
+            clock.advance(0.5)                           # empty window: nothing to say either
+            await asyncio.sleep(0.1)
     run(scenario())
     assert STALL_WARNING not in caplog.text
