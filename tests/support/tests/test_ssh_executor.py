@@ -262,20 +262,22 @@ class ProcessWatcher:
 
 
 @pytest.mark.parametrize("auth", ["password", "key-passphrase"])
-def test_run_copies_files_and_database(executor, migration, source_host, site, auth):
+def test_run_copies_files_and_database(executor, migration, source_host, site, auth, tmp_path, monkeypatch):
     mig = migration(auth)
+    own_tmp = tmp_path / "tmp"                   # the run's wpmig-* directory, apart from other test runs'
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     secrets_ = [s for s in (mig["args"].get("remote-pass"), mig["args"].get("ssh-id-pass"),
                             source_host.db["password"]) if s]
     stale = Path(site["storage"], "files", "stale.txt")
     stale.parent.mkdir(parents=True)
     stale.write_text("from an earlier run")
-    tmp_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "wpmig-*")))
     ticket = Ticket()
     with ProcessWatcher(secrets_) as watcher:
         ok = executor.run(mig, site, ticket)
     assert ok, ticket.text
     assert watcher.hits == []
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "wpmig-*"))) == tmp_before
+    assert list(own_tmp.iterdir()) == []          # the executor removed its temporary directory
     for secret in secrets_:
         assert secret not in ticket.text
     assert ticket.messages[-1] == M.MIGRATION_COMPLETE
