@@ -118,14 +118,25 @@ def get_json(url, ca_path=None, timeout=5):
         return json.loads(resp.read())
 
 
-def wait_for(predicate, timeout, interval=0.05, what="condition"):
+def wait_for(predicate, timeout, interval=0.05, what="condition", progress=None):
+    """Poll ``predicate`` until it is true; fail after ``timeout`` seconds. With ``progress`` (a function
+    whose value changes as the awaited work advances, e.g. the set of acknowledged deliveries), ``timeout``
+    is the longest wait WITHOUT progress: a test that waits for seven playbooks must not fail because a
+    loaded machine runs each one slower, only because one of them stopped advancing."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    seen = progress() if progress is not None else None
+    while True:
         value = predicate()
         if value:
             return value
+        if progress is not None:
+            now_seen = progress()
+            if now_seen != seen:
+                seen, deadline = now_seen, time.monotonic() + timeout
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %ss %swaiting for %s" % (
+                timeout, "without progress " if progress is not None else "", what))
         time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
 
 
 def healthz(base_url, ca_path=None):
@@ -676,7 +687,8 @@ class CrashExperiment:
             runs = read_runs(self.runs_log)
             return wanted <= acknowledged_ids(self.spool) and all(runs.get(d, {}).get("acked") for d in wanted)
         try:
-            wait_for(recovered, self.recover_timeout, 0.2, "every accepted delivery's playbook to acknowledge it")
+            wait_for(recovered, self.recover_timeout, 0.2, "every accepted delivery's playbook to acknowledge it",
+                     progress=lambda: len(acknowledged_ids(self.spool)))
             recover_s = time.monotonic() - restarted
         except AssertionError:
             recover_s = None
