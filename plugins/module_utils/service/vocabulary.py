@@ -99,7 +99,7 @@ ROLE_FIELDS = {
     "site_migration_source_domain": "remote-domain",
 }
 # Module option -> the variable of the role that gives it: the role says every message in its own words with
-# this table (plugins/plugin_utils/site_migration); a migration field's variable is ROLE_FIELDS'.
+# this table (plugins/plugin_utils/site_migration); a migration field's variable is ROLE_FIELDS' (written once).
 ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in ROLE_FIELDS.items()], **{
     "update_secret": "site_migration_update_secret",
     "poll_interval": "site_migration_poll_interval",

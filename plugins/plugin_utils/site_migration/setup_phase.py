@@ -9,7 +9,7 @@ call for the sites at its stage, each result taken in once (``step_arguments`` p
 
 Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
 
-The module calls are made by ``call(module, args, check_mode)`` (the action runs the module's own logic in
+The module calls are made by ``call(module, args, check_mode, by_field)`` (the action runs the module's own logic in
 the controller process), so this file holds the order and the arguments only; what a result does to a site
 is outcomes.py's, and the arguments of a step are steps.py's (the migration steps' by the service's field names:
 the credentials among them taken from the sites' role variables straight to their fields by the vocabulary's
