@@ -6,8 +6,8 @@
 """Action plugin of wpcloud.hosting.site_migration_setup: the site_migration role's phase before the key
 install in one task. The hosts' variables are read as fleet_vars reads them, the order of the steps is
 plugins/plugin_utils/site_migration/setup_phase.py, and each module call is the module's own logic in this
-process (``run_in_controller``). A credential goes from its role variable to the module's logic in memory:
-never into a result, a fact or a task argument."""
+process (``run_in_controller``). A credential goes from its role variable to the module's logic in memory, under
+its field's name (remote-pass) from the first mapping on: never into a result, a fact or a task argument."""
 
 from __future__ import annotations
 
@@ -80,9 +80,9 @@ class ActionModule(ControllerOnlyAction):
         def progress(line):
             display.display(secrets.mask("[%s] %s" % (host, line)))
 
-        def call(module, args, check_mode):
+        def call(module, args, check_mode, by_field):
             return run_in_controller(module, dict(connection, **args), check_mode=check_mode, diff=diff,
-                                     progress=progress)
+                                     progress=progress, by_field=by_field)
 
         try:
             fleet, steps = set_up(inputs, hosts, spec, call, task_vars.get("hostvars"), bool(self._task.check_mode),

@@ -332,7 +332,11 @@ failed_count:
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import api_spec_with
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import run as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_module import (
+    field_spec,
+    run as run_logic,
+    run_fields,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 
 # One migration's options: the module's own, and each element of its list form ``migrations``. No option
@@ -370,6 +374,11 @@ MODULE_SPEC = dict(
     required_by=_REQUIRED_BY,
     required_one_of=[("site", "migration_id", "migrations")],
 )
+# The same options and logic with each migration option under the service's field name (remote-pass), for a
+# caller that holds the fields by those names: the site_migration role's setup phase (run_in_controller with
+# by_field), so that a value carries one name from the role's variable to the form.
+FIELD_SPEC = field_spec(MODULE_SPEC)
+FIELD_LOGIC = run_fields
 
 
 def main():

@@ -67,18 +67,21 @@ def _validated(module_spec, args):
     return validation, params
 
 
-def run_in_controller(module, args, check_mode=False, diff=False, progress=None):
+def run_in_controller(module, args, check_mode=False, diff=False, progress=None, by_field=False):
     """One module's logic on ``args`` in this process, as its action plugin runs it: validated by the module's
     own MODULE_SPEC, a spec error or a ModuleFailure as a failed result, masked by the spec's no_log values.
-    For the actions that make several modules' calls in one task (site_migration_setup)."""
+    For the actions that make several modules' calls in one task (site_migration_setup). ``by_field``: ``args``
+    hold a migration's fields under the service's names, validated by the module file's FIELD_SPEC and run by
+    its FIELD_LOGIC (the migration module's)."""
     module_file = module_file_of(module)
-    validation, params = _validated(module_file.MODULE_SPEC, args)
-    ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=check_mode, diff=diff,
-                        progress=progress)
-    return ctx.secrets.mask(_logic_outcome("%s.%s" % (COLLECTION, module), module_file, validation, ctx))
+    spec, logic = (module_file.FIELD_SPEC, module_file.FIELD_LOGIC) if by_field else \
+        (module_file.MODULE_SPEC, module_file.run_logic)
+    validation, params = _validated(spec, args)
+    ctx = ModuleContext(params, spec["argument_spec"], check_mode=check_mode, diff=diff, progress=progress)
+    return ctx.secrets.mask(_logic_outcome("%s.%s" % (COLLECTION, module), logic, validation, ctx))
 
 
-def _logic_outcome(fqcn, module_file, validation, ctx):
+def _logic_outcome(fqcn, logic, validation, ctx):
     """The result of a module's logic (or of its spec check), warnings included."""
     if validation.error_messages:
         error = validation.errors[0]
@@ -87,7 +90,7 @@ def _logic_outcome(fqcn, module_file, validation, ctx):
             msg = "Unsupported parameters for (%s) module: %s" % (fqcn, msg)
         return {"failed": True, "msg": msg}
     try:
-        outcome = module_file.run_logic(ctx.params, ctx)
+        outcome = logic(ctx.params, ctx)
     except ModuleFailure as failure:
         outcome = dict(failure.details)
         outcome.update(failed=True, msg=failure.msg)
@@ -176,7 +179,7 @@ class ControllerModuleAction(_ControllerAction):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
-        outcome = _logic_outcome(fqcn, module_file, validation, ctx)
+        outcome = _logic_outcome(fqcn, module_file.run_logic, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}

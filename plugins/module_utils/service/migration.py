@@ -6,6 +6,11 @@
 """Migrations: the migration and migration_info module logic, and the migration records (the one reader
 of migration.get) that migration_preflight and migration_ready use too.
 
+The migration logic (``run_one``; its entries and list form are migration_module.py) takes a migration's fields
+under the service's names (``remote-pass``): its callers map their users' names to them once, the module its
+options (FIELD_NAMES), the site_migration role its variables (ROLE_FIELDS). Its messages name the module option
+of a field (OPTION_NAMES), which the role puts in its own words.
+
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 """
 
@@ -33,14 +38,17 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file
     write_state_file,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
-    FIELD_NAMES,
-    PLAIN_FIELDS,
+    OPTION_NAMES,
+    PLAIN_PARAMS,
     RECORD_SECRETS,
     RUNNING_STATES,
-    SECRET_FIELDS,
     SECRET_PARAMS,
     as_int_or_str,
 )
+
+# The fields the logic names itself (the service's names, from the vocabulary).
+HOST, USER, PORT, DOCROOT, DOMAIN = PLAIN_PARAMS
+PASSWORD, KEY, KEY_PASS = SECRET_PARAMS
 
 # A create for a site whose allow_site_migration is known to be off (an unset flag is unknown: sent as before).
 ALLOW_OFF_MSG = ("site %s does not accept a migration: its allow_site_migration is off. Nothing was sent: allow "
@@ -55,10 +63,7 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 # What a new migration gets for a field the user left out. Not argument-spec defaults: a spec default
 # cannot be told from a value the user gave, and an update sends only what the user gave (a default
 # sent on update would overwrite the stored value, e.g. remote-port 2022 with 22).
-CREATE_DEFAULTS = {"remote_port": 22}
-
-# The options of an element of ``migrations`` that are its own; the others default to the task's value.
-ELEMENT_ONLY = ("site", "migration_id", "state_file")
+CREATE_DEFAULTS = {PORT: 22}
 
 
 def auth_method(remote_pass=None, ssh_id=None, ssh_id_pass=None):
@@ -156,34 +161,34 @@ def public_record(record, migration_id):
 def _validate(params):
     if params.get("site") is not None:
         validate_site(params["site"])
-    if params.get("remote_host") is not None:
-        validate_host(params["remote_host"], "remote_host")
-    if params.get("remote_user") is not None and not _USER_RE.match(params["remote_user"]):
+    if params.get(HOST) is not None:
+        validate_host(params[HOST], OPTION_NAMES[HOST])
+    if params.get(USER) is not None and not _USER_RE.match(params[USER]):
         raise ModuleFailure("remote_user must be an SSH user name (letters, digits, '_', '.', '@' and '-', "
                             "at most 64 characters), got an invalid value.")
-    if params.get("remote_port") is not None and not 1 <= params["remote_port"] <= 65535:
+    if params.get(PORT) is not None and not 1 <= params[PORT] <= 65535:
         raise ModuleFailure("remote_port must be between 1 and 65535 (SSH usually listens on 22), got %d."
-                            % params["remote_port"])
-    docroot = params.get("remote_docroot")
+                            % params[PORT])
+    docroot = params.get(DOCROOT)
     if docroot is not None:
         if not docroot.strip() or len(docroot) > 4096 or any(ord(c) < 32 for c in docroot):
             raise ModuleFailure("remote_docroot must be a directory path on the source host, without control "
                                 "characters; leave it out to let the service try the common paths.")
-    domain = params.get("remote_domain")
+    domain = params.get(DOMAIN)
     if domain not in (None, ""):
         try:
-            validate_site(domain, "remote_domain")
+            validate_site(domain, OPTION_NAMES[DOMAIN])
         except ModuleFailure:
             raise ModuleFailure("remote_domain must be the source's domain name like example.com, or an empty "
                                 "string to use the destination site's default domain.")
         if domain.isdigit():
             raise ModuleFailure("remote_domain must be a domain name, not a number.")
-    if params.get("remote_pass") is not None and params["remote_pass"] == "":
+    if params.get(PASSWORD) is not None and params[PASSWORD] == "":
         raise ModuleFailure("remote_pass is empty: pass the SSH password, or leave it out.")
-    if params.get("ssh_id_pass") is not None and params["ssh_id_pass"] == "":
+    if params.get(KEY_PASS) is not None and params[KEY_PASS] == "":
         raise ModuleFailure("ssh_id_pass is empty: leave it out for a key without a passphrase.")
-    if params.get("ssh_id") is not None:
-        return inspect_ssh_id(params["ssh_id"], params.get("ssh_id_pass"))
+    if params.get(KEY) is not None:
+        return inspect_ssh_id(params[KEY], params.get(KEY_PASS))
     return None
 
 
@@ -193,13 +198,12 @@ def _desired_plain(params, create=False):
     ``create`` adds CREATE_DEFAULTS for the fields left out; an update sends only what was given.
     """
     wanted = {}
-    for field in PLAIN_FIELDS:
+    for field in PLAIN_PARAMS:
         value = params.get(field)
         if value is None and create:
             value = CREATE_DEFAULTS.get(field)
-        if value is None:
-            continue
-        wanted[FIELD_NAMES[field]] = value
+        if value is not None:
+            wanted[field] = value
     return wanted
 
 
@@ -216,16 +220,11 @@ def _typed_like_wanted(value, like):
 
 
 def _secret_form(params):
-    return dict((FIELD_NAMES[f], params[f]) for f in SECRET_FIELDS if params.get(f) is not None)
+    return dict((f, params[f]) for f in SECRET_PARAMS if params.get(f) is not None)
 
 
-def run(params, ctx):
-    if params.get("migrations") is not None:
-        return _run_migrations(params, ctx)
-    result, note = _run_one(params, ctx)
-    if result.get("credentials_not_sent"):
-        ctx.warn(note or unsent_warning(result["credentials_not_sent"], [result["migration_id"]]))
-    return result
+def _auth(params):
+    return auth_method(params.get(PASSWORD), params.get(KEY), params.get(KEY_PASS))
 
 
 def _null_target(params, ctx, fingerprint):
@@ -233,15 +232,14 @@ def _null_target(params, ctx, fingerprint):
     (check mode), or a playbook error."""
     if not ctx.check_mode:
         raise ModuleFailure(NULL_ID_MSG % "migration_id (or site)")
-    given = sorted(FIELD_NAMES[f] for f in PLAIN_FIELDS + SECRET_FIELDS if params.get(f) is not None)
+    given = sorted(f for f in PLAIN_PARAMS + SECRET_PARAMS if params.get(f) is not None)
     result = dict(changed=True, operation="update", migration_id=None, updated_fields=given,
                   msg="check mode: migration_id is null, as an earlier task in check mode only pretended to "
                       "create the migration; the fields given would be sent to it")
     if fingerprint:
         result["ssh_id_fingerprint"] = fingerprint
     if ctx.diff:
-        result["diff"] = {"before": {}, "after": dict(_desired_plain(params), auth=auth_method(
-            params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass")))}
+        result["diff"] = {"before": {}, "after": dict(_desired_plain(params), auth=_auth(params))}
     return result
 
 
@@ -252,7 +250,7 @@ def _unsent(params, migration_id, recorded, fingerprint):
     or a remote_pass whose digest is the one the state file recorded when it was last sent: then the
     module can tell (the same one: nothing to say; another one: the warning says so).
     """
-    given = [f for f in SECRET_FIELDS if params.get(f) is not None]
+    given = [OPTION_NAMES[f] for f in SECRET_PARAMS if params.get(f) is not None]
     same_migration = recorded.get("migration_id") == migration_id
     known = recorded.get("ssh_id_fingerprint") if same_migration else None
     digest = recorded.get("remote_pass_digest") if same_migration else None
@@ -262,8 +260,8 @@ def _unsent(params, migration_id, recorded, fingerprint):
         return given, ("ssh_id is not the key last sent to migration %s (fingerprint %s; last sent %s), and it "
                        "was not sent because update_secret is on_create. Run this task once with update_secret: "
                        "always to send it, then run preflight again." % (migration_id, fingerprint, known))
-    if params.get("remote_pass") is not None and digest:
-        if same_secret(params["remote_pass"], digest):
+    if params.get(PASSWORD) is not None and digest:
+        if same_secret(params[PASSWORD], digest):
             return [], None
         return given, ("remote_pass is not the password last sent to migration %s (the state file %s keeps a "
                        "digest of it), and it was not sent because update_secret is on_create. Run this task once "
@@ -285,10 +283,10 @@ def unsent_warning(fields, migration_ids):
 def _pass_digest(params, recorded=None):
     """The state file's digest of the remote_pass sent now (the recorded one when it is the same; None
     without a password)."""
-    if params.get("remote_pass") is None:
+    if params.get(PASSWORD) is None:
         return None
     known = (recorded or {}).get("remote_pass_digest")
-    return known if known and same_secret(params["remote_pass"], known) else secret_digest(params["remote_pass"])
+    return known if known and same_secret(params[PASSWORD], known) else secret_digest(params[PASSWORD])
 
 
 def _record_fingerprint(params, recorded, migration_id, fingerprint):
@@ -330,8 +328,8 @@ def _recorded_migration(client, params, ctx, flag=None):
     return resolve_migration(client, dict(params, migration_id=None), flag)
 
 
-def _run_one(params, ctx):
-    """One migration: (result, warning or None)."""
+def run_one(params, ctx):
+    """One migration, its fields under the service's names: (result, warning or None)."""
     fingerprint = _validate(params)
     recorded = read_state_file(params.get("state_file"))
     from_state_file = params.get("migration_id") is None and recorded.get("migration_id") is not None
@@ -349,16 +347,17 @@ def _run_one(params, ctx):
             and not ctx.check_mode:
         recorded = write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site")
                                     else None, migration_id)
-    desired_auth = auth_method(params.get("remote_pass"), params.get("ssh_id"), params.get("ssh_id_pass"))
+    desired_auth = _auth(params)
     creds_given = desired_auth != "generated"
     result = dict(changed=False, operation="none", updated_fields=[])
     if fingerprint:
         result["ssh_id_fingerprint"] = fingerprint
 
     if record is None:
-        for field in ("remote_host", "remote_user"):
+        for field in (HOST, USER):
             if params.get(field) is None:
-                raise ModuleFailure("%s is required to create a migration for site %s." % (field, params["site"]))
+                raise ModuleFailure("%s is required to create a migration for site %s."
+                                    % (OPTION_NAMES[field], params["site"]))
         form = _desired_plain(params, create=True)
         form.update(_secret_form(params))
         result.update(changed=True, operation="create", migration_id=None, site=validate_site(params["site"]))
@@ -415,11 +414,10 @@ def _run_one(params, ctx):
     # Existing migration: compare what can be read, send only the differences in what the user gave.
     current = record_args(record)
     wanted = _desired_plain(params)
-    port, domain = FIELD_NAMES["remote_port"], FIELD_NAMES["remote_domain"]
-    if wanted.get(port) == CREATE_DEFAULTS["remote_port"] and port not in current:
-        wanted.pop(port)  # the service's default; nothing to change
+    if wanted.get(PORT) == CREATE_DEFAULTS[PORT] and PORT not in current:
+        wanted.pop(PORT)  # the service's default; nothing to change
     # An empty remote-domain is sent when the record has none (empty means "the destination's default").
-    changes = dict((k, v) for k, v in wanted.items() if not _stored_equals(current.get(k), v) or (k == domain and k not in current))
+    changes = dict((k, v) for k, v in wanted.items() if not _stored_equals(current.get(k), v) or (k == DOMAIN and k not in current))
     current_auth = record.get("auth")
     note = None
     if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
@@ -522,70 +520,3 @@ def run_info(params, ctx):
     if record.get("ssh-id-pub"):
         result["ssh_id_pub"] = record["ssh-id-pub"]
     return result
-
-
-# -- the list form: many migrations in one task ----------------------------------------------------------
-
-def _element_params(params, element):
-    """One element of ``migrations`` as the options of a single migration.
-
-    Unset element options take the task's value. Credentials are taken as a set: an element that
-    gives any of remote_pass, ssh_id or ssh_id_pass takes none of the task's.
-    """
-    single = dict(params, migrations=None)
-    if any(element.get(field) is not None for field in SECRET_FIELDS):
-        for field in SECRET_FIELDS:
-            single[field] = None
-    for name, value in element.items():
-        if value is not None or name in ELEMENT_ONLY:
-            single[name] = value
-    return single
-
-
-def _migration_label(params):
-    if params.get("site") is not None:
-        return "site %s" % params["site"]
-    return "migration %s" % params.get("migration_id")
-
-
-def _run_migrations(params, ctx):
-    elements = [_element_params(params, element) for element in params["migrations"]]
-    # Two elements for one site or one state file would race each other into two migrations.
-    for key in ("site", "migration_id", "state_file"):
-        seen = set()
-        for single in elements:
-            value = single.get(key)
-            if value is None:
-                continue
-            value = str(value).strip().lower() if key == "site" else value
-            if value in seen:
-                raise ModuleFailure("migrations lists %s %s twice: give each site, migration and state_file "
-                                    "once." % (key, single[key]))
-            seen.add(value)
-    ctx.client()  # a connection problem fails the task once, not each element
-
-    notes = []
-
-    def one(single):
-        try:
-            result, note = _run_one(single, ctx)
-        except ModuleFailure as failure:
-            for name in ("site", "migration_id"):
-                if single.get(name) is not None:
-                    failure.details.setdefault(name, single[name])
-            raise
-        if single.get("site") is not None:
-            result.setdefault("site", single["site"])
-        if result.get("credentials_not_sent"):
-            notes.append((result["migration_id"], result["credentials_not_sent"], note))
-        return result
-
-    results = run_for_each(elements, one)
-    # One warning for the fleet rather than one per migration; a key known to have changed gets its own.
-    for known_change in [n[2] for n in notes if n[2]]:
-        ctx.warn(known_change)
-    generic = sorted((n[0], n[1]) for n in notes if not n[2])
-    if generic:
-        fields = sorted(set(f for item in generic for f in item[1]), key=SECRET_FIELDS.index)
-        ctx.warn(unsent_warning(fields, [item[0] for item in generic]))
-    return list_result(results, "migrations", _migration_label)

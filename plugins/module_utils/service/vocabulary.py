@@ -61,7 +61,8 @@ FAILED_STATES = frozenset([PREFLIGHT_FAILED, MIGRATION_FAILED])
 PREFLIGHT_STARTED_STATES = frozenset([PREFLIGHT_RUNNING, PREFLIGHT_SUCCEEDED, PREFLIGHT_FAILED])
 RUN_STARTED_STATES = frozenset([MIGRATION_RUNNING, MIGRATION_SUCCEEDED, MIGRATION_FAILED])
 
-# Module option -> the service's parameter name. The one place where the names are mapped.
+# Module option -> the service's parameter name: the one table that maps a module user's names. From there on
+# a value carries its field's name only (the migration logic's keys are the fields: service/migration.py).
 FIELD_NAMES = {
     "remote_host": "remote-host",
     "remote_user": "remote-user",
@@ -72,24 +73,34 @@ FIELD_NAMES = {
     "ssh_id": "ssh-id",
     "ssh_id_pass": "ssh-id-pass",
 }
+# The module option of each field: what the migration logic's messages call it (the role's are put in its
+# own words by ROLE_VARIABLES).
+OPTION_NAMES = dict((field, option) for option, field in FIELD_NAMES.items())
 PLAIN_FIELDS = ("remote_host", "remote_user", "remote_port", "remote_docroot", "remote_domain")
+PLAIN_PARAMS = tuple(FIELD_NAMES[f] for f in PLAIN_FIELDS)
 # The credentials, which the service never shows again (in the order the messages name them).
 SECRET_FIELDS = ("remote_pass", "ssh_id", "ssh_id_pass")
-SECRET_PARAMS = frozenset(FIELD_NAMES[f] for f in SECRET_FIELDS)
+SECRET_PARAMS = tuple(FIELD_NAMES[f] for f in SECRET_FIELDS)
 # Every field of a migration record that holds a secret: the credentials, and the private key of an
 # identity the service generates.
-RECORD_SECRETS = SECRET_PARAMS | frozenset(["generated-ssh-id"])
-# Module option -> the variable of the role wpcloud.hosting.site_migration that gives it: the role builds its
-# module arguments and says every message in its own words with this table (plugins/plugin_utils/site_migration).
-ROLE_VARIABLES = {
-    "remote_host": "site_migration_remote_host",
-    "remote_port": "site_migration_remote_port",
-    "remote_user": "site_migration_remote_user",
-    "remote_pass": "site_migration_remote_pass",
-    "ssh_id": "site_migration_ssh_id",
-    "ssh_id_pass": "site_migration_ssh_id_pass",
-    "remote_docroot": "site_migration_docroot",
-    "remote_domain": "site_migration_source_domain",
+RECORD_SECRETS = frozenset(SECRET_PARAMS) | frozenset(["generated-ssh-id"])
+# Variable of the role wpcloud.hosting.site_migration -> the migration's field it gives: the one table that maps
+# the role's names to the fields. The role's setup phase puts each value straight under its field
+# (plugins/plugin_utils/site_migration/steps.py, migration_arguments); the line-up resolves an unset host,
+# user or port from the source host first.
+ROLE_FIELDS = {
+    "site_migration_remote_host": "remote-host",
+    "site_migration_remote_port": "remote-port",
+    "site_migration_remote_user": "remote-user",
+    "site_migration_remote_pass": "remote-pass",
+    "site_migration_ssh_id": "ssh-id",
+    "site_migration_ssh_id_pass": "ssh-id-pass",
+    "site_migration_docroot": "remote-docroot",
+    "site_migration_source_domain": "remote-domain",
+}
+# Module option -> the variable of the role that gives it: the role says every message in its own words with
+# this table (plugins/plugin_utils/site_migration); a migration field's variable is ROLE_FIELDS' (written once).
+ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in ROLE_FIELDS.items()], **{
     "update_secret": "site_migration_update_secret",
     "poll_interval": "site_migration_poll_interval",
     "poll_max_interval": "site_migration_poll_max_interval",
@@ -103,7 +114,7 @@ ROLE_VARIABLES = {
     "api_key": "wpcloud_api_key",
     "ca_path": "wpcloud_ca_path",
     "validate_certs": "wpcloud_validate_certs",
-}
+})
 
 # -- response tickets ---------------------------------------------------------------------------------------
 

@@ -21,11 +21,10 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     CHECK_MODE_CREATED_SITES_FACT,
     MIN_POLL_INTERVAL,
-    ROLE_VARIABLES,
-    SECRET_FIELDS,
     SITE_VALUE_RULES,
 )
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
+    ALL_CREDENTIALS,
     CREDENTIALS,
     DONE,
     EMPTY_HINTS,
@@ -113,11 +112,10 @@ def site_problems(params, given, hostvars, sources):
         problems.append("site_migration_auth=key needs site_migration_ssh_id (plus site_migration_ssh_id_pass for "
                         "a protected key)")
     if auth in CREDENTIALS:
-        for option in sorted(set(SECRET_FIELDS) - set(CREDENTIALS[auth])):
-            if given.get(ROLE_VARIABLES[option]) is not None:
-                owner = next(a for a, fields in CREDENTIALS.items() if option in fields)
-                problems.append("%s is only for site_migration_auth=%s (it is %s): remove it"
-                                % (ROLE_VARIABLES[option], owner, auth))
+        for variable in sorted(set(ALL_CREDENTIALS) - set(CREDENTIALS[auth])):
+            if given.get(variable) is not None:
+                owner = next(a for a, variables in CREDENTIALS.items() if variable in variables)
+                problems.append("%s is only for site_migration_auth=%s (it is %s): remove it" % (variable, owner, auth))
     poll = converted(float, role_value(params, "poll_interval"))
     if poll is not None and poll < MIN_POLL_INTERVAL:
         problems.append("site_migration_poll_interval must be at least %g (second; it is %s)" % (MIN_POLL_INTERVAL, poll))

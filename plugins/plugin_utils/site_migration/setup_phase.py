@@ -9,10 +9,11 @@ call for the sites at its stage, each result taken in once (``step_arguments`` p
 
 Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
 
-The module calls are made by ``call(module, args, check_mode)`` (the action runs the module's own logic in
+The module calls are made by ``call(module, args, check_mode, by_field)`` (the action runs the module's own logic in
 the controller process), so this file holds the order and the arguments only; what a result does to a site
-is outcomes.py's, and the arguments of a step are steps.py's (the credentials among them taken from the
-sites' role variables by the vocabulary's ROLE_VARIABLES, in memory, never in a result or a fact).
+is outcomes.py's, and the arguments of a step are steps.py's (the migration steps' by the service's field names:
+the credentials among them taken from the sites' role variables straight to their fields by the vocabulary's
+ROLE_FIELDS, in memory, never in a result or a fact).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ PHASE = (
 )
 # The step that only checks: it runs in check mode and changes nothing.
 CHECK_STEP = "check"
+# The steps whose arguments hold a migration's fields under the service's names (steps.py migration_arguments).
+BY_FIELD = frozenset([CHECK_STEP, "create"])
 # The first step after the phase (it runs on the source hosts).
 NEXT_STEP = "key"
 
@@ -72,7 +75,8 @@ def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=
     """The fleet after the phase, lined up for the key install, and what each step did.
 
     ``inputs``: each host's role variables (read through Ansible's variable manager), in the order of ``hosts``;
-    ``spec``: the role's argument spec; ``call(module, args, check_mode)``: a module's result.
+    ``spec``: the role's argument spec; ``call(module, args, check_mode, by_field)``: a module's result (``by_field``:
+    the arguments hold the fields by the service's names, run_in_controller's).
     Returns ``(fleet, steps)``: the fleet (no credential; its sites at stage key or later), and per step that
     ran, its ``result`` (the module's, for the caller's diff, warnings and facts) and ``sites`` (how many)."""
     fleet = lineup(inputs, hosts, spec, hostvars, check_mode)
@@ -84,7 +88,7 @@ def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=
             continue
         if progress is not None:
             progress("%s (%d site%s)" % (about, todo["count"], "" if todo["count"] == 1 else "s"))
-        result = call(module, module_arguments(step, todo), True if step == CHECK_STEP else check_mode)
+        result = call(module, module_arguments(step, todo), True if step == CHECK_STEP else check_mode, step in BY_FIELD)
         steps[step] = {"sites": todo["count"], "result": result}
         taken = {step: result}
     return advance(fleet, taken, upto=NEXT_STEP), steps

@@ -46,8 +46,10 @@ NEW_SITE = ("admin_user", "admin_email", "admin_pass", "php_version")
 # and what check mode would start.
 WAITED = {"preflight": ("preflight of migration %s", "Run the role again to retry.", "preflight"),
           "run": ("the run of migration %s", "Run the role again: it waits for the run.", "the run")}
-# The role's credentials, per site_migration_auth (each is the module option of the same name).
-CREDENTIALS = {"password": ("remote_pass",), "key": ("ssh_id", "ssh_id_pass"), "generated": ()}
+# The role's credentials (their variables), per site_migration_auth.
+CREDENTIALS = {"password": (ROLE_VARIABLES["remote_pass"],),
+               "key": (ROLE_VARIABLES["ssh_id"], ROLE_VARIABLES["ssh_id_pass"]), "generated": ()}
+ALL_CREDENTIALS = tuple(variable for variables in CREDENTIALS.values() for variable in variables)
 
 # What an explicitly empty (or blank) value would have to mean, and why it cannot; ``source_domain``
 # is the one variable whose empty value means something (the destination's default domain).

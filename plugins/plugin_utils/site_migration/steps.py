@@ -13,16 +13,26 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import MIN_POLL_INTERVAL, ROLE_VARIABLES, SECRET_FIELDS
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
+    MIN_POLL_INTERVAL,
+    ROLE_FIELDS,
+    ROLE_VARIABLES,
+    SECRET_PARAMS,
+)
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
     CHANGED_RESULTS,
+    ALL_CREDENTIALS,
     CREDENTIALS,
     FINE_RESULTS,
     NEW_SITE,
     PREFIX,
     STEPS,
 )
+
+# The fields' variables that the line-up resolves (from the source host when unset): a site of the fleet holds
+# each under the variable's name without the prefix.
+LINED_UP = ("remote_host", "remote_port", "remote_user")
 
 
 def sites_with_inputs(sites, inputs, steps):
@@ -34,15 +44,20 @@ def sites_with_inputs(sites, inputs, steps):
 
 
 def migration_arguments(sites, inputs):
-    """The migration module's ``migrations`` for the sites (holds credentials: no_log tasks only). Each
-    option takes the role variable that ROLE_VARIABLES names for it."""
+    """The migration logic's ``migrations`` for the sites, each migration field under the service's name
+    (holds credentials: no_log tasks only; run by the migration module's FIELD_SPEC and FIELD_LOGIC). A role
+    variable's value goes straight under the field ROLE_FIELDS names for it; the host, user and port are the
+    line-up's (resolved from the source host when unset; the fleet holds them under the variable's name
+    without the prefix). Only the credentials of the site's site_migration_auth are taken."""
     items = []
     for s, given in sites_with_inputs(sites, inputs, "check and create steps"):
-        item = {"site": s["site"], "remote_host": s["remote_host"], "remote_port": s["remote_port"],
-                "remote_user": s["remote_user"],
+        item = {"site": s["site"], "update_secret": given.get(ROLE_VARIABLES["update_secret"]),
                 "state_file": "%s/%s.json" % (given.get(PREFIX + "state_dir"), s["site"])}
-        for option in ("remote_docroot", "remote_domain", "update_secret") + CREDENTIALS.get(s["auth"], ()):
-            item[option] = given.get(ROLE_VARIABLES[option])
+        for variable, field in ROLE_FIELDS.items():
+            if variable[len(PREFIX):] in LINED_UP:
+                item[field] = s[variable[len(PREFIX):]]
+            elif variable not in ALL_CREDENTIALS or variable in CREDENTIALS.get(s["auth"], ()):
+                item[field] = given.get(variable)
         items.append(dict((k, v) for k, v in item.items() if v is not None))
     return items
 
@@ -82,7 +97,7 @@ def step_arguments(fleet, name, results=None, inputs=None):
         todo["sites"] = [s["site"] for s in sites]
     elif name in ("check", "create"):
         todo["migrations"] = migration_arguments(sites, inputs) if sites else []
-        todo["holds_secrets"] = any(field in item for item in todo["migrations"] for field in SECRET_FIELDS)
+        todo["holds_secrets"] = any(field in item for item in todo["migrations"] for field in SECRET_PARAMS)
     elif name == "key":
         todo["sites"] = [dict((k, s[k]) for k in ("site", "source_host", "remote_user", "ssh_id_pub", "install_become"))
                          for s in sites]

@@ -49,13 +49,15 @@ def test_the_vocabulary_is_used_where_it_was_defined_before():
         where.setdefault(name, set()).add(module.rsplit(".", 1)[-1])
     # The role's decisions: plugins/plugin_utils/site_migration/ (outcomes.py, inputs.py, steps.py, stages.py).
     assert {"migration", "migration_runs", "outcomes"} <= where["RUNNING_STATES"]
-    assert {"migration", "inputs", "steps"} <= where["SECRET_FIELDS"]
-    assert {"migration", "outcomes"} <= where["SECRET_PARAMS"]
+    assert {"migration_module"} <= where["SECRET_FIELDS"]
+    assert {"migration", "migration_module", "outcomes", "steps"} <= where["SECRET_PARAMS"]
     assert {"migration_runs", "outcomes"} <= where["FAILED_STATES"]
     assert {"poller", "migration_runs", "outcomes"} <= where["TICKET_TERMINAL"]
     assert {"arguments", "inputs", "steps"} <= where["MIN_POLL_INTERVAL"]
-    # The role variable of each module option: one table, for the role's arguments and its messages.
-    assert {"stages", "inputs", "steps"} <= where["ROLE_VARIABLES"]
+    # The role variable of each module option: one table, for the role's messages. A role variable's field: one
+    # table, for the role's arguments of the migration logic (a value goes straight from its variable to its field).
+    assert {"stages", "steps"} <= where["ROLE_VARIABLES"]
+    assert {"steps"} <= where["ROLE_FIELDS"] and {"migration_module"} <= where["FIELD_NAMES"]
     assert {"migration_runs"} <= where["RUN_TERMINAL_STATES"] and {"migration_runs"} <= where["ACTIVE_STATES"]
     assert {"arguments", "client"} <= where["DEFAULT_TIMEOUT"]
     assert {"migration_runs"} <= where["diagnose"]

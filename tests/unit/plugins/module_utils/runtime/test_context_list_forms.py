@@ -16,7 +16,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import _element_params
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_module import _element_params, fields_of
 from ansible_collections.wpcloud.hosting.plugins.modules import migration as migration_module
 from ansible_collections.wpcloud.hosting.plugins.modules import migration_info as migration_info_module
 
@@ -214,11 +214,12 @@ def test_an_element_takes_the_tasks_options_it_leaves_out():
     params = task_params(remote_host="src.example", remote_user="www", remote_port=2222, update_secret="always",
                          migrations=[{"site": "1001"}, {"site": "1002", "remote_host": "other.example",
                                                         "remote_port": 22}])
+    params = fields_of(params)
     first, second = [_element_params(params, e) for e in params["migrations"]]
-    assert (first["site"], first["remote_host"], first["remote_user"], first["remote_port"]) == \
+    assert (first["site"], first["remote-host"], first["remote-user"], first["remote-port"]) == \
         ("1001", "src.example", "www", 2222)
     assert first["update_secret"] == "always"
-    assert (second["remote_host"], second["remote_port"]) == ("other.example", 22)
+    assert (second["remote-host"], second["remote-port"]) == ("other.example", 22)
     assert first["migrations"] is None and second["migrations"] is None
 
 
@@ -226,12 +227,15 @@ def test_an_element_that_gives_a_credential_takes_none_of_the_tasks():
     params = task_params(remote_host="h.example", remote_user="www", ssh_id="TASK KEY", ssh_id_pass="task pass",
                          migrations=[{"site": "1001"}, {"site": "1002", "remote_pass": "element pass"},
                                      {"site": "1003", "ssh_id": "ELEMENT KEY"}])
+    params = fields_of(params)
     inherited, password, key = [_element_params(params, e) for e in params["migrations"]]
-    assert (inherited["ssh_id"], inherited["ssh_id_pass"], inherited["remote_pass"]) == \
+    assert (inherited["ssh-id"], inherited["ssh-id-pass"], inherited["remote-pass"]) == \
         ("TASK KEY", "task pass", None)
-    assert (password["ssh_id"], password["ssh_id_pass"], password["remote_pass"]) == (None, None, "element pass")
+    assert (password["ssh-id"], password["ssh-id-pass"], password["remote-pass"]) == (None, None, "element pass")
     # Not the task's passphrase with the element's key: a passphrase belongs to one key.
-    assert (key["ssh_id"], key["ssh_id_pass"], key["remote_pass"]) == ("ELEMENT KEY", None, None)
+    assert (key["ssh-id"], key["ssh-id-pass"], key["remote-pass"]) == ("ELEMENT KEY", None, None)
+    assert not [name for single in (inherited, password, key) for name in single if "_" in name and "-" not in name
+                and name.startswith(("remote", "ssh"))]
 
 
 def test_element_rules_and_exclusions_are_checked_by_the_spec():

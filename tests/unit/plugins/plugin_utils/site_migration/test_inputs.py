@@ -80,7 +80,7 @@ def test_an_explicitly_empty_input_is_refused_by_its_variable_name(variable, val
 def test_an_empty_source_domain_is_not_refused_it_means_the_default_domain():
     fleet, given = line_up({"site_migration_source_domain": ""})
     assert fleet[0]["result"] is None
-    assert step_arguments(fleet, "check", {}, given)["migrations"][0]["remote_domain"] == ""
+    assert step_arguments(fleet, "check", {}, given)["migrations"][0]["remote-domain"] == ""
 
 
 def test_null_means_unset_and_takes_the_source_hosts_values():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service import migration_module
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import run_in_controller
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.setup_phase import role_secrets, set_up
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration.fleet_builders import (
@@ -27,10 +28,10 @@ def phase(fake_api, tmp_path, *sites, check_mode=False):
     given = [inputs(site_migration_state_dir=str(tmp_path), **s) for s in sites]
     calls, lines = [], []
 
-    def call(module, args, forced_check_mode):
+    def call(module, args, forced_check_mode, by_field):
         calls.append((module, forced_check_mode))
         return run_in_controller(module, dict(args, api_url=fake_api.url, api_key=fake_api.api_key),
-                                 check_mode=forced_check_mode)
+                                 check_mode=forced_check_mode, by_field=by_field)
     fleet, steps = set_up(given, hosts, SPEC, call, HOSTVARS, check_mode, lines.append)
     return fleet, steps, calls, lines
 
@@ -57,6 +58,36 @@ def test_the_phase_allows_and_creates_the_migrations_each_step_once(fake_api, tm
     assert lines == ["Check the migrations' inputs before anything is written (2 sites)",
                      "Allow a migration into every destination site (2 sites)",
                      "Create the migrations, or update what changed (2 sites)"]
+
+
+def test_a_credential_carries_its_field_name_only_from_the_role_variable_to_the_form(fake_api, tmp_path, monkeypatch):
+    """One name per value: the phase puts site_migration_remote_pass straight under the service's field
+    remote-pass (the vocabulary's ROLE_FIELDS), and the migration logic takes it under that name; neither the
+    arguments handed over nor the options of one migration hold the module option's name remote_pass."""
+    fake_api.add_site("1001")
+    handed, taken = [], []
+    real_run_one = migration_module.run_one
+
+    def run_one(params, ctx):
+        taken.append(dict(params))
+        return real_run_one(params, ctx)
+    monkeypatch.setattr(migration_module, "run_one", run_one)
+
+    def call(module, args, check_mode, by_field):
+        handed.append((module, by_field, args))
+        return run_in_controller(module, dict(args, api_url=fake_api.url, api_key=fake_api.api_key),
+                                 check_mode=check_mode, by_field=by_field)
+    given = [inputs(site_migration_state_dir=str(tmp_path), **password_site("1001"))]
+    fleet, steps = set_up(given, ["dest0.example"], SPEC, call, HOSTVARS)
+    assert fleet[0]["stage"] == "preflight"
+    elements = [element for module, by_field, args in handed if module == "migration" for element in args["migrations"]]
+    assert [by_field for module, by_field, args in handed] == [True, False, True] and len(elements) == 2
+    assert len(taken) == 2
+    for options in elements + taken:
+        holding = sorted(name for name, value in options.items() if value == PASSWORD)
+        assert holding == ["remote-pass"], holding
+        assert not set(options) & {"remote_pass", "ssh_id", "ssh_id_pass", "remote_host", "remote_user", "remote_port"}
+    assert [w["sent"]["remote-pass"] for w in fake_api.writes if w["operation"] == "migration.create"] == [PASSWORD]
 
 
 def test_a_rerun_with_refresh_false_reads_and_writes_nothing(fake_api, tmp_path):

@@ -29,10 +29,13 @@ def test_each_step_gives_its_module_arguments():
     assert module_arguments(step_arguments(fleet, "info", {})) == {"count": 1, "sites": ["1001"]}
     todo = step_arguments(fleet, "check", {"info": results({"site": "1001", "exists": False, "migration_id": None})}, given)
     assert todo["count"] == 2
-    assert todo["migrations"][0] == {"site": "1001", "remote_host": "10.0.0.5", "remote_port": 2222,
-                                     "remote_user": "www", "state_file": "/inv/wpcloud-state/1001.json",
+    # Each migration field under the service's name, straight from the role's variable (one name per value).
+    assert todo["migrations"][0] == {"site": "1001", "remote-host": "10.0.0.5", "remote-port": 2222,
+                                     "remote-user": "www", "state_file": "/inv/wpcloud-state/1001.json",
                                      "update_secret": "on_create"}
-    assert todo["migrations"][1]["remote_pass"] == PASSWORD and "ssh_id" not in todo["migrations"][1]
+    assert todo["migrations"][1] == {"site": "1002", "remote-host": "10.0.0.5", "remote-port": 2222,
+                                     "remote-user": "www", "state_file": "/inv/wpcloud-state/1002.json",
+                                     "update_secret": "on_create", "remote-pass": PASSWORD}
     done = {"info": results({"site": "1001", "migration_id": None}),
             "check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
             "create": results(created_result("1001", 7), created_result("1002", 8))}
@@ -61,7 +64,7 @@ def test_each_step_takes_in_only_the_result_of_the_step_before():
     done = {"check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
             "create": results(created_result("1001", 7), created_result("1002", 8))}
     todo = step_arguments(fleet, "check", {}, given)
-    assert todo["holds_secrets"] is True and todo["migrations"][1]["remote_pass"] == PASSWORD
+    assert todo["holds_secrets"] is True and todo["migrations"][1]["remote-pass"] == PASSWORD
     todo = step_arguments(todo["fleet"], "allow", {"check": done["check"]})
     assert todo["sites"] == ["1001", "1002"] and "holds_secrets" not in todo
     todo = step_arguments(todo["fleet"], "create", {"allow": done["allow"]}, given)
