@@ -33,7 +33,7 @@ extends_documentation_fragment:
   - wpcloud.hosting.attributes.CONTROLLER_ONLY
 attributes:
   async:
-    description: Not supported; it takes milliseconds.
+    description: Not supported; it reads one variable.
     support: none
   check_mode:
     description: The same result as without check mode (the outcome says what the run would do).
@@ -45,7 +45,7 @@ attributes:
     description: It changes nothing; C(changed) reports what the fleet run did to the site.
     support: full
   platform:
-    description: Runs on the controller, whatever host the task is for.
+    description: Runs on the controller, once for each site of the play.
     support: full
     platforms: posix
 seealso:
@@ -70,10 +70,8 @@ msg:
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import refuse_module_process
 
-ARGUMENT_SPEC = dict(
-    var=dict(type="str", default="site_migration__recap"),
-)
-MODULE_SPEC = dict(argument_spec=ARGUMENT_SPEC)
+# The task per site has no argument to template: the action reads the variable that ``var`` names.
+MODULE_SPEC = dict(argument_spec=dict(var=dict(type="str", default="site_migration__recap")))
 
 
 def main():
