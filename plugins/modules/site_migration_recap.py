@@ -11,8 +11,8 @@ module: site_migration_recap
 short_description: One site's outcome of a fleet run for the play recap, without a template per site
 version_added: 0.1.0
 description:
-  - Runs for one site (a host of the play) and reads the fleet's outcome from the variable named by O(var):
-    fails the site with its message when its migration did not succeed, is C(changed) when the run changed
+  - Runs for one site (a host of the play) and reads the fleet's outcome from the variable named by O(var);
+    it fails the site with its message when its migration did not succeed, is C(changed) when the run changed
     the site (or would, in check mode), and C(ok) otherwise. So the play recap and AWX's host summary list
     every site of the play, which a fleet of C(run_once) tasks does not.
   - The C(wpcloud.hosting.site_migration) role runs it as its one task per site. The same with
