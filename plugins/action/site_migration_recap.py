@@ -7,8 +7,8 @@
 recap (the site_migration role's one task per site).
 
 Its arguments hold no template: ``ansible.builtin.assert`` with ``fail_msg`` and ``changed_when`` compiled
-three Jinja templates in every site's worker process, a fifth of the task's cost per site
-(docs/performance.md, "The play recap: no template per site").
+three Jinja templates in every site's worker process (what that cost: docs/performance.md, "The play
+recap: no template per site").
 """
 
 from __future__ import annotations
