@@ -28,6 +28,9 @@ def tls(tmp_path_factory):
     return wh.tls(tmp_path_factory.mktemp("tls"))
 
 
+READ_MARGIN = 5.0      # seconds: far above the source's 0.1 s journal reads, however loaded the machine
+
+
 def journal_entries(spool):
     path = spool / "processing.log"
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
@@ -115,7 +118,18 @@ def test_playbooks_acknowledge_into_the_spool_and_over_https(tls, tmp_path):
         source.stop()
     acks = [e for e in journal_entries(spool) if e[0] == "ack"]
     assert [(e[1], e[5]) for e in acks] == [(ids[0], "file"), (ids[1], "http"), (ids[2], "http"), (ids[3], "file")]
-    assert len(source.events) == 5                          # nothing acknowledged was handed over again
+    # Nothing acknowledged was handed over again once the source could know it: by the journal's times, no
+    # emit of a delivery comes more than READ_MARGIN after its ack. (Not "five events in all": where the -vvv
+    # playbook outlasts ack_timeout on a loaded machine, the first three come again before their
+    # acknowledgements arrive, as at-least-once allows; the source reads the journal every 0.1 s.)
+    acked_at, late = {}, []
+    for entry in journal_entries(spool):
+        if entry[0] == "ack":
+            acked_at.setdefault(entry[1], float(entry[4]))
+        elif entry[0] == "emit" and entry[1] in acked_at and float(entry[4]) > acked_at[entry[1]] + READ_MARGIN:
+            late.append(entry)
+    assert late == []
+    assert {e["meta"]["delivery_id"] for e in source.events} == set(ids)
 
 
 def examples_text():

@@ -93,7 +93,7 @@ def test_disk_full_answers_503_and_the_retry_is_processed(tmp_path):
         assert [wh.post(url + "/wpcloud", body, tls["ca"])[0] for body in bodies[refused:refused + 2]] == [200, 200]
         everything = accepted + ids[refused:refused + 2]
         wh.wait_for(lambda: processed(everything), 120, 0.3, "every stored delivery's playbook",
-                    progress=lambda: len(wh.acknowledged_ids(inside)))
+                    progress=lambda: (len(wh.acknowledged_ids(inside)), len(list(records.glob("*/*.json")))))
         spool_records = [line.split("\t")[1] for line in (inside / "spool.log").read_text().splitlines()]
     finally:
         rb.stop()
