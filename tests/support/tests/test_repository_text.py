@@ -16,16 +16,18 @@ ROOT = Path(__file__).resolve().parents[3]
 MARKER = re.compile(r"^(<{7}|>{7})( .*)?$", re.MULTILINE)
 
 
-def tracked_text_files():
+def tracked_names():
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: the tracked files are unknown")
     names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
-    for name in names.decode().split("\0"):
-        path = ROOT / name
-        if name and path.is_file():
-            data = path.read_bytes()
-            if b"\0" not in data:
-                yield name, data.decode("utf-8", errors="replace")
+    return [name for name in names.decode().split("\0") if name and (ROOT / name).is_file()]
+
+
+def tracked_text_files():
+    for name in tracked_names():
+        data = (ROOT / name).read_bytes()
+        if b"\0" not in data:
+            yield name, data.decode("utf-8", errors="replace")
 
 
 def test_no_tracked_file_holds_a_merge_conflict_marker():
@@ -49,7 +51,7 @@ HISTORICAL_DOCS = {"docs/reliability.md"}
 
 
 def test_docs_name_code_where_it_is():
-    tracked = [name for name, dummy in tracked_text_files()]
+    tracked = tracked_names()
     stale = []
     for doc in sorted(p for p in tracked if p.startswith("docs/") and p.endswith(".md") and p not in HISTORICAL_DOCS):
         for number, line in enumerate((ROOT / doc).read_text().splitlines(), 1):
