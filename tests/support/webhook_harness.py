@@ -118,11 +118,13 @@ def get_json(url, ca_path=None, timeout=5):
         return json.loads(resp.read())
 
 
-def wait_for(predicate, timeout, interval=0.05, what="condition", progress=None):
+def wait_for(predicate, timeout, interval=0.05, what="condition", progress=None, detail=None):
     """Poll ``predicate`` until it is true; fail after ``timeout`` seconds. With ``progress`` (a function
     whose value changes as the awaited work advances, e.g. the set of acknowledged deliveries), ``timeout``
     is the longest wait WITHOUT progress: a test that waits for seven playbooks must not fail because a
-    loaded machine runs each one slower, only because one of them stopped advancing."""
+    loaded machine runs each one slower, only because one of them stopped advancing. ``detail`` (a
+    function returning text, e.g. the tail of the rulebook's output) is added to the failure, so a
+    timeout says what the waited-on process was doing rather than only that it took too long."""
     deadline = time.monotonic() + timeout
     seen = progress() if progress is not None else None
     while True:
@@ -134,8 +136,13 @@ def wait_for(predicate, timeout, interval=0.05, what="condition", progress=None)
             if now_seen != seen:
                 seen, deadline = now_seen, time.monotonic() + timeout
         if time.monotonic() >= deadline:
-            raise AssertionError("timed out after %ss %swaiting for %s" % (
-                timeout, "without progress " if progress is not None else "", what))
+            message = "timed out after %ss %swaiting for %s" % (
+                timeout, "without progress " if progress is not None else "", what)
+            if progress is not None:
+                message += " (last progress: %r)" % (seen,)
+            if detail is not None:
+                message += "\n" + detail()
+            raise AssertionError(message)
         time.sleep(interval)
 
 
@@ -348,6 +355,10 @@ class Rulebook:
             if path.exists():
                 text += path.read_text(errors="replace")
         return text
+
+    def tail(self, chars=4000):
+        """The end of the output, for a failure message (a timed-out wait says what the rulebook did)."""
+        return "--- ansible-rulebook output (last %d characters) ---\n%s" % (chars, self.output()[-chars:])
 
     def wait_ready(self, url, ca_path, timeout=60):
         def ready():

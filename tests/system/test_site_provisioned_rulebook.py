@@ -88,8 +88,9 @@ def test_a_created_sites_webhook_starts_its_migration_exactly_once(tmp_path, eve
         # The creation job ends, site_provisioned is delivered, the rulebook's playbook migrates the site.
         def migrated():
             return _writes(emu.requests_log(), "migration.ready")
-        wh.wait_for(migrated, 120, 0.5, "the migration started by the site_provisioned webhook")
-        wh.wait_for(lambda: len(list(reports.glob("*.json"))) >= 2, 120, 0.5, "the webhook run's report")
+        wh.wait_for(migrated, 120, 0.5, "the migration started by the site_provisioned webhook", detail=rb.tail)
+        wh.wait_for(lambda: len(list(reports.glob("*.json"))) >= 2, 120, 0.5, "the webhook run's report",
+                    detail=rb.tail)
         report = json.loads(sorted(reports.glob("*.json"), key=lambda p: p.stat().st_mtime)[-1].read_text())
         assert [(s["host"], s["result"], s["destination"]) for s in report["sites"]] == [
             (domain, "succeeded", "existing")]
@@ -97,11 +98,14 @@ def test_a_created_sites_webhook_starts_its_migration_exactly_once(tmp_path, eve
         assert [(d["status"], d["signed"]) for d in deliveries] == [(200, True)]
 
         # Another delivery for the same site (a new delivery id): recorded, acknowledged, nothing written.
-        wh.wait_for(lambda: len(list((records / "site_provisioned").glob("*.json"))) == 1, 120, 0.3, "first record")
+        wh.wait_for(lambda: len(list((records / "site_provisioned").glob("*.json"))) == 1, 120, 0.3, "first record",
+                    detail=rb.tail)
         before = emu.requests_log()[-1]["seq"]
         emu.emit("site_provisioned", atomic_site_id=int(site_id), data=[])
-        wh.wait_for(lambda: len(list((records / "site_provisioned").glob("*.json"))) == 2, 120, 0.3, "second record")
-        wh.wait_for(lambda: len(list(reports.glob("*.json"))) >= 3, 120, 0.5, "the second webhook run's report")
+        wh.wait_for(lambda: len(list((records / "site_provisioned").glob("*.json"))) == 2, 120, 0.3, "second record",
+                    detail=rb.tail)
+        wh.wait_for(lambda: len(list(reports.glob("*.json"))) >= 3, 120, 0.5, "the second webhook run's report",
+                    detail=rb.tail)
         time.sleep(1)
         again = [e for e in emu.requests_log(before) if e["write"]]
         assert again == [], again

@@ -142,7 +142,7 @@ def test_sigkill_during_delivery_loses_no_acknowledged_event(tmp_path):
         def emitted():
             return set(re.findall(r"EMITTED (sig-[0-9a-f]{32}) ", rb.output()))
         wait_for(lambda: {ids[i] for i in acked_all} <= emitted(), 120, 0.5, "every acknowledged event",
-                 progress=lambda: len(emitted()))
+                 progress=lambda: len(emitted()), detail=rb.tail)
         counters = get_json(url + "/healthz", ca)
     finally:
         rb.stop()

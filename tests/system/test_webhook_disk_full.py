@@ -64,7 +64,7 @@ def test_disk_full_answers_503_and_the_retry_is_processed(tmp_path):
         assert os.statvfs(inside).f_blocks * os.statvfs(inside).f_frsize <= TMPFS_KB * 1024
 
         assert wh.post(url + "/wpcloud", bodies[0], tls["ca"])[0] == 200
-        wh.wait_for(lambda: processed(ids[:1]), 120, 0.3, "the first delivery's playbook")
+        wh.wait_for(lambda: processed(ids[:1]), 120, 0.3, "the first delivery's playbook", detail=rb.tail)
 
         filler = inside / "filler"
         fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)      # fill the tmpfs up to ENOSPC
@@ -93,7 +93,8 @@ def test_disk_full_answers_503_and_the_retry_is_processed(tmp_path):
         assert [wh.post(url + "/wpcloud", body, tls["ca"])[0] for body in bodies[refused:refused + 2]] == [200, 200]
         everything = accepted + ids[refused:refused + 2]
         wh.wait_for(lambda: processed(everything), 120, 0.3, "every stored delivery's playbook",
-                    progress=lambda: (len(wh.acknowledged_ids(inside)), len(list(records.glob("*/*.json")))))
+                    progress=lambda: (len(wh.acknowledged_ids(inside)), len(list(records.glob("*/*.json")))),
+                    detail=rb.tail)
         spool_records = [line.split("\t")[1] for line in (inside / "spool.log").read_text().splitlines()]
     finally:
         rb.stop()

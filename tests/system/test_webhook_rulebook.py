@@ -94,7 +94,8 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
         return (site_dir.is_dir() and len(list(site_dir.glob("*.json"))) >= 2 and len(lines) >= 5
                 and len(acknowledged()) >= 7)
     wait_for(fired, 120, 0.5, "the rules to fire and their playbooks to acknowledge",
-             progress=lambda: (len(acknowledged()), len(list(site_dir.glob("*.json"))) if site_dir.is_dir() else 0))
+             progress=lambda: (len(acknowledged()), len(list(site_dir.glob("*.json"))) if site_dir.is_dir() else 0),
+             detail=rb.tail)
 
     # site_provisioned ran its playbook: one record per delivery id, none for refused deliveries
     recs = {p.stem: json.loads(p.read_text()) for p in site_dir.glob("*.json")}

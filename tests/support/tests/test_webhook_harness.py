@@ -1,0 +1,35 @@
+"""The system suites' wait (``webhook_harness.wait_for``): what its timeout means and what a timeout says."""
+
+import itertools
+
+import pytest
+
+import webhook_harness
+
+
+def test_a_wait_that_keeps_progressing_outlasts_its_timeout():
+    # Progress changes at every look, so the 0.05 s timeout (the longest wait WITHOUT progress) never runs out
+    # although the whole wait takes 8 x 0.02 s; a loaded machine makes it longer, never red.
+    calls = itertools.count()
+    ticks = itertools.count()
+    assert webhook_harness.wait_for(lambda: next(calls) >= 8, 0.05, 0.02, "eight looks", progress=lambda: next(ticks))
+
+
+def test_a_timed_out_wait_says_what_it_waited_for_its_last_progress_and_the_detail():
+    with pytest.raises(AssertionError) as failure:
+        webhook_harness.wait_for(lambda: False, 0.05, 0.01, "the playbook", progress=lambda: (3, 1),
+                                 detail=lambda: "TASK [record the event]")
+    message = str(failure.value)
+    assert message.startswith("timed out after 0.05s without progress waiting for the playbook")
+    assert "(last progress: (3, 1))" in message
+    assert message.endswith("\nTASK [record the event]")
+
+
+def test_a_rulebook_tail_is_the_end_of_its_output(tmp_path):
+    rulebook = webhook_harness.Rulebook(tmp_path, [], {})
+    rulebook.runs = 2
+    (tmp_path / "rulebook-1.out").write_text("first start\n")
+    (tmp_path / "rulebook-2.out").write_text("x" * 50 + "END")
+    tail = rulebook.tail(10)
+    assert tail.endswith("xxxxxxxEND") and "first start" not in tail
+    assert tail.startswith("--- ansible-rulebook output (last 10 characters) ---\n")
