@@ -47,6 +47,7 @@ SUMMARY = {
     "fleet_runs": None,
     "fleet_uncertain_writes": None,
     "attack_latency_ms": None,
+    "slow_clients_cut_s": None,
 }
 
 

@@ -36,6 +36,7 @@ def rows(count, figures, wall):
         ("fleet: uncertain writes resolved by a read", ", ".join(
             "%s %s" % (k, v) for k, v in (s.get("fleet_uncertain_writes") or {}).items()) or "not measured"),
         ("valid delivery latency under attack (ms, max)", fig(s["attack_latency_ms"])),
+        ("slow clients cut by the receiver (s)", fig(s.get("slow_clients_cut_s"))),
         ("wall time (s)", "%.0f" % wall),
     ]
 
