@@ -157,7 +157,8 @@ def append_mark(fd: int, seq: int) -> None:
     """Append the mark ``seq`` to emitted.log (``fd`` open for reading and appending) and sync it:
     a line of its own, whole or not at all. A write a full disk cut short (it stores what fits in
     the file's last block) is taken back; left there, its digits would run into the next mark's
-    ("1" of "12", then "13": 113, a mark past events never processed, skipped at the next start).
+    ("12" without its newline, then "13": 1213, a mark past events never processed, skipped at the
+    next start).
     A torn tail that could not be taken back, or that a crash left, is ended first."""
     size = os.fstat(fd).st_size
     line = b"%d\n" % seq
