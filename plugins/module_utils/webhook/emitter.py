@@ -134,7 +134,7 @@ class Emitter:
         self.durable_seq = max(durable_seq, hw)
         self.durable_offset = durable_offset
         self.recovered = pending + len(self.replays)
-        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._emitted_fd = os.open(self.emitted_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         self._redo_ahead(ahead)
 
     def _recovered_states(self, states: dict) -> None:
@@ -167,7 +167,7 @@ class Emitter:
             os.fsync(handle.fileno())
         os.replace(tmp, self.emitted_path)
         os.close(self._emitted_fd)
-        self._emitted_fd = os.open(self.emitted_path, os.O_WRONLY | os.O_APPEND, 0o600)
+        self._emitted_fd = os.open(self.emitted_path, os.O_RDWR | os.O_APPEND, 0o600)
 
     # -- reading the spool -----------------------------------------------------------------------
     def _next_record(self):
@@ -278,8 +278,7 @@ class Emitter:
                 self.on_mark(self.marked_seq)
 
     def _write_mark(self, seq: int) -> None:
-        os.write(self._emitted_fd, b"%d\n" % seq)
-        spool.sync(self._emitted_fd)
+        spool.append_mark(self._emitted_fd, seq)       # raises OSError when not recorded (a full disk)
 
     async def stop(self) -> None:
         """Stop recording marks (recent, unconfirmed events are emitted again next start)."""

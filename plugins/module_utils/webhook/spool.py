@@ -153,6 +153,26 @@ def read_mark(directory: str) -> int:
     return value
 
 
+def append_mark(fd: int, seq: int) -> None:
+    """Append the mark ``seq`` to emitted.log (``fd`` open for reading and appending) and sync it:
+    a line of its own, whole or not at all. A write a full disk cut short (it stores what fits in
+    the file's last block) is taken back; left there, its digits would run into the next mark's
+    ("12" without its newline, then "13": 1213, a mark past events never processed, skipped at the
+    next start).
+    A torn tail that could not be taken back, or that a crash left, is ended first."""
+    size = os.fstat(fd).st_size
+    line = b"%d\n" % seq
+    try:
+        _write_all(fd, line if _ends_a_line(fd) else b"\n" + line)
+        sync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, size)
+        except OSError:
+            pass
+        raise
+
+
 # ------------------------------------------------------------------------------------ the journal
 def journal_line(verb: str, delivery_id: str, seq=None, attempt=None, when=None, via=None) -> bytes:
     if verb not in VERBS or not _TOKEN.fullmatch(delivery_id or ""):

@@ -9,6 +9,7 @@ event as the rulebook gets it (the normalised name)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 
@@ -42,6 +43,71 @@ def test_emitter_recovers_what_was_stored_but_not_emitted(tmp_path):
         return items
     assert emitter.recovered == 3
     assert run(emitted()) == [{"n": 2}, {"n": 3}, {"n": 4}]
+
+
+def test_a_mark_after_a_torn_one_is_a_line_of_its_own(tmp_path):
+    """A crash cut the mark being written ("13" to "1"); the next mark goes on a line of its own
+    ("2\n1\n4\n": 4), never after the torn digits ("2\n14\n" reads 14: events 5 to 14, stored
+    later, would be skipped at the next start as if done)."""
+    size = write_spool(tmp_path, ids(4))
+    (tmp_path / "emitted.log").write_bytes(b"2\n1")
+    emitter = Emitter(str(tmp_path), 0)
+    assert emitter.read_mark() == 2
+    emitter.recover()
+    emitter.durable(4, size)
+
+    async def scenario():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(emitter.run(queue))
+        await asyncio.wait_for(queue.get(), 5)
+        await asyncio.wait_for(queue.get(), 5)
+        await until(lambda: emitter.marked_seq == 4)
+        task.cancel()
+        await emitter.stop()
+    run(scenario())
+    assert spool.read_mark(str(tmp_path)) == 4
+
+
+def test_a_mark_the_full_disk_cut_short_is_taken_back_and_written_again(tmp_path, monkeypatch, caplog):
+    """ENOSPC, as a tmpfs or a disk gives it: a write into emitted.log stores what fits in the file's
+    last block and returns short, the next one fails. The cut mark is taken back and written again
+    once there is room; left there, "1" of "12" and the next mark "13" would read 113, a mark past
+    events never processed."""
+    names = ids(13)
+    size12 = write_spool(tmp_path, names[:12])
+    size13 = write_spool(tmp_path, names[12:], start=13)
+    emitter = acking(tmp_path)
+    emitter.durable(12, size12)
+    room = [1]                 # bytes emitted.log can still take
+    real_write = os.write
+
+    def write(fd, data):
+        if fd != emitter._emitted_fd:  # pylint: disable=protected-access
+            return real_write(fd, data)
+        if not room[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written = real_write(fd, bytes(data[:room[0]]))
+        room[0] -= written
+        return written
+    monkeypatch.setattr(os, "write", write)
+
+    async def scenario():
+        async with Rulebook(emitter) as rb:
+            await rb.take(12)
+            await rb.ack(*names[:12])
+            await until(lambda: not room[0])                            # the mark's write met the full disk
+            await asyncio.sleep(0.1)                                    # more ticks, the disk still full
+            assert (tmp_path / "emitted.log").read_bytes() == b""       # nothing torn left behind
+            assert "cannot record the done position" in caplog.text
+            room[0] = 1 << 20                                           # room again
+            await until(lambda: spool.read_mark(str(tmp_path)) == 12)
+            emitter.durable(13, size13)
+            await rb.take(1)
+            await rb.ack(names[12])
+            await until(lambda: (tmp_path / "emitted.log").read_bytes().endswith(b"13\n"))
+    run(scenario())
+    assert spool.read_mark(str(tmp_path)) == 13
+    assert acking(tmp_path).recovered == 0
 
 
 def test_acking_emitter_holds_at_most_max_unacked_and_marks_only_what_is_done(tmp_path):
