@@ -33,3 +33,11 @@ def test_a_rulebook_tail_is_the_end_of_its_output(tmp_path):
     tail = rulebook.tail(10)
     assert tail.endswith("xxxxxxxEND") and "first start" not in tail
     assert tail.startswith("--- ansible-rulebook output (last 10 characters) ---\n")
+
+
+def test_a_delivery_is_processed_when_its_acknowledgement_is_in_the_spool_and_its_run_started():
+    # the callback's "acked" line is not needed: a kill between the acknowledgement's write and that line
+    # takes the line only. A run that never acknowledged, or an acknowledgement nobody's run wrote, is not.
+    runs = {"sig-a": {"starts": ["1"], "acked": 1}, "sig-b": {"starts": ["1"], "acked": 0},
+            "sig-c": {"starts": ["1", "2"], "acked": 0}}
+    assert webhook_harness.processed_ids(runs, {"sig-a", "sig-b", "sig-d"}) == {"sig-a", "sig-b"}
