@@ -724,14 +724,11 @@ class CrashExperiment:
             recover_s = time.monotonic() - restarted
         except AssertionError:
             recover_s = None
-        runs = read_runs(self.runs_log)
-        processed = processed_ids(runs, acknowledged_ids(self.spool))
+        processed = processed_ids(read_runs(self.runs_log), acknowledged_ids(self.spool))
         result = {
             "repetition": index, "kill_at_s": round(kill_at, 2), "phase": phase,
             "accepted_before_kill": len(first), "accepted": sum(1 for s in statuses.values() if s == 200),
             "lost": sorted(wanted - processed),
-            # acknowledged, but the kill took the callback's line: processed, and not run again
-            "acked_unlogged": sorted(d for d in processed & set(ids) if not runs[d]["acked"]),
             "recover_s": None if recover_s is None else round(recover_s, 2),
             "elapsed_s": round(time.monotonic() - started, 2),
         }
@@ -739,6 +736,8 @@ class CrashExperiment:
         return result
 
     def summary(self):
+        """Read after the last repetition (and best after stop()): only then is a missing callback line
+        one that a kill took, not one still being written."""
         runs = read_runs(self.runs_log)
         extra = {d: len(runs.get(d, {}).get("starts", [])) - 1 for d in self.accepted}
         recover = sorted(r["recover_s"] for r in self.results if r["recover_s"] is not None)
@@ -757,5 +756,7 @@ class CrashExperiment:
             "recover_median_s": recover[len(recover) // 2] if recover else None,
             "recover_max_s": recover[-1] if recover else None,
             "phases": phases,
-            "acked_unlogged": sum(len(r.get("acked_unlogged", [])) for r in self.results),
+            # acknowledged, but a kill took the callback's line: processed, and not run again
+            "acked_unlogged": sorted(d for d in processed_ids(runs, acknowledged_ids(self.spool))
+                                     if not runs[d]["acked"]),
         }

@@ -108,10 +108,10 @@ def test_a_kill_after_the_acknowledgement_is_written_runs_nothing_again(tmp_path
         time.sleep(5)           # room for a wrong second run to start before the runs are counted
     finally:
         experiment.stop()
-    runs = read_runs(experiment.runs_log)
-    sys.stderr.write("kill after the acknowledgement: %s\n%s\n" % (result, runs))
+    runs, summary = read_runs(experiment.runs_log), experiment.summary()
+    sys.stderr.write("kill after the acknowledgement: %s\n%s\n%s\n" % (result, summary, runs))
     (delivery,) = experiment.accepted
-    assert result["acked_unlogged"] == [delivery], result         # the kill landed in the window
+    assert summary["acked_unlogged"] == [delivery], summary       # the kill landed in the window
     assert result["lost"] == [] and result["recover_s"] is not None, result
     assert len(runs[delivery]["starts"]) == 1 and runs[delivery]["acked"] == 0, runs
 
