@@ -110,7 +110,8 @@ def test_a_kill_after_the_acknowledgement_is_written_runs_nothing_again(tmp_path
         experiment.stop()
     runs, summary = read_runs(experiment.runs_log), experiment.summary()
     sys.stderr.write("kill after the acknowledgement: %s\n%s\n%s\n" % (result, summary, runs))
-    (delivery,) = experiment.accepted
+    assert len(experiment.accepted) == 1, experiment.accepted
+    delivery = next(iter(experiment.accepted))
     assert summary["acked_unlogged"] == [delivery], summary       # the kill landed in the window
     assert result["lost"] == [] and result["recover_s"] is not None, result
     assert len(runs[delivery]["starts"]) == 1 and runs[delivery]["acked"] == 0, runs
