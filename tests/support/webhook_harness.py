@@ -741,7 +741,7 @@ class CrashExperiment:
                 runs = read_runs(self.runs_log)
                 return [d for d in acknowledged_ids(self.spool) & set(ids) if not runs.get(d, {}).get("acked")]
             wait_for(first_unlogged_ack, 120, 0.02, "the burst's first acknowledgement",
-                     detail=lambda: self.rb.tail())
+                     detail=self.rb.tail)
             kill_at = time.monotonic() - started
         elif kill_after_first_run is None:
             time.sleep(kill_at)

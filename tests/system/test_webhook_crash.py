@@ -128,7 +128,7 @@ def test_a_kill_after_the_acknowledgement_is_written_runs_nothing_again(tmp_path
         experiment.stop()
     runs = read_runs(experiment.runs_log)
     sys.stderr.write("kill after the acknowledgement: %s\n%s\n" % (result, runs))
-    (delivery,) = experiment.accepted
+    (delivery,) = list(experiment.accepted)
     assert result["acked_unlogged"] == [delivery], result         # the kill landed in the window
     assert result["lost"] == [] and result["recover_s"] is not None, result
     assert len(runs[delivery]["starts"]) == 1 and runs[delivery]["acked"] == 0, runs
