@@ -548,6 +548,40 @@ def runs_callback(directory, log_path, slow=0.0, ack_pause=0.0):
             "WEBHOOK_RUNS_ACK_PAUSE": str(ack_pause)}
 
 
+ACTION_STALL = """# Loaded into ansible-rulebook by the crash tests (sitecustomize, on PYTHONPATH): once the file
+# WEBHOOK_STALL_FLAG exists, the next debug action waits WEBHOOK_STALL_SECONDS, says so (FLAG.over) and then
+# holds until the test kills the process. The rule engine falls behind the source's hand-over with its loop
+# free (hand-overs and marks go on): the lag a loaded machine can put there, made certain.
+import asyncio
+import os
+
+if os.environ.get("WEBHOOK_STALL_FLAG"):
+    from ansible_rulebook.action import debug as _debug
+
+    _run = _debug.Debug.__call__
+
+    async def _stalled(self):
+        flag = os.environ["WEBHOOK_STALL_FLAG"]
+        if os.path.exists(flag) and not os.path.exists(flag + ".started"):
+            open(flag + ".started", "w").close()
+            await asyncio.sleep(float(os.environ["WEBHOOK_STALL_SECONDS"]))
+            open(flag + ".over", "w").close()
+            await asyncio.Event().wait()
+        return await _run(self)
+
+    _debug.Debug.__call__ = _stalled
+"""
+
+
+def action_stall(directory, flag, seconds):
+    """The environment that loads ACTION_STALL (written under ``directory``) into ansible-rulebook."""
+    site = Path(directory) / "stall_site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(ACTION_STALL)
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            "WEBHOOK_STALL_FLAG": str(flag), "WEBHOOK_STALL_SECONDS": str(seconds)}
+
+
 def read_runs(log_path):
     """{delivery_id: {"starts": [attempt, ...], "acked": n}} from the callback's log."""
     runs = {}
@@ -580,6 +614,28 @@ def acknowledged_ids(spool_dir):
         return set()
     return {line.split()[1] for line in path.read_text().splitlines() if line.startswith("ack ") and
             len(line.split()) == 6}
+
+
+def emitted_mark(spool_dir):
+    """The spool's mark (emitted.log, its highest whole line; 0 when none): every stored record up to it
+    is done. Read here, not with the code under test."""
+    path = Path(spool_dir) / "emitted.log"
+    if not path.exists():
+        return 0
+    return max((int(line) for line in path.read_bytes().split(b"\n")[:-1] if line.strip().isdigit()), default=0)
+
+
+def stored_seqs(spool_dir):
+    """Delivery id -> seq of every record in spool.log.1 and spool.log (``seq<TAB>delivery_id<TAB>...``)."""
+    seqs = {}
+    for name in ("spool.log.1", "spool.log"):
+        path = Path(spool_dir) / name
+        if path.exists():
+            for line in path.read_bytes().split(b"\n")[:-1]:
+                fields = line.split(b"\t", 2)
+                if len(fields) == 3 and fields[0].isdigit():
+                    seqs[fields[1].decode()] = int(fields[0])
+    return seqs
 
 
 class CrashExperiment:

@@ -41,3 +41,13 @@ def test_a_delivery_is_processed_when_its_acknowledgement_is_in_the_spool_and_it
     runs = {"sig-a": {"starts": ["1"], "acked": 1}, "sig-b": {"starts": ["1"], "acked": 0},
             "sig-c": {"starts": ["1", "2"], "acked": 0}}
     assert webhook_harness.processed_ids(runs, {"sig-a", "sig-b", "sig-d"}) == {"sig-a", "sig-b"}
+
+
+def test_the_spools_mark_and_seqs_are_read_from_its_files(tmp_path):
+    # the mark: the highest whole line (a line a kill cut short is not one); seqs from both segments
+    assert webhook_harness.emitted_mark(tmp_path) == 0
+    (tmp_path / "emitted.log").write_bytes(b"3\n12\n7\n1")
+    (tmp_path / "spool.log.1").write_bytes(b"1\tsig-a\tfp\t{}\n")
+    (tmp_path / "spool.log").write_bytes(b"2\tsig-b\tfp\t{\"x\": \"a\\tb\"}\n3\tsig-c\tf")
+    assert webhook_harness.emitted_mark(tmp_path) == 12
+    assert webhook_harness.stored_seqs(tmp_path) == {"sig-a": 1, "sig-b": 2}
