@@ -159,7 +159,9 @@ class Source:
     consumer, as a busy rule engine would. ``stderr_path``: the receiver child inherits file
     descriptor 2 when it starts; it is pointed at this file meanwhile, so the child's log is kept."""
 
-    def __init__(self, args, queue_size=1, stderr_path=None, ready_timeout=20, source_file=SOURCE_FILE):
+    # ready_timeout only runs out for a source that hangs (one that fails ends the wait at once): four full
+    # test runs at once on 2 cores (load 35-40) once took longer than 20 s to start the receiver child
+    def __init__(self, args, queue_size=1, stderr_path=None, ready_timeout=120, source_file=SOURCE_FILE):
         self.args = args
         self.events = []
         self.error = None
@@ -233,7 +235,7 @@ class Source:
             if self.error is not None or (self.task is not None and self.task.done()):
                 raise RuntimeError("event source stopped: %r" % (self.error or self.task.exception()))
             try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1, context=ctx) as resp:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=5, context=ctx) as resp:
                     if resp.status == 200:
                         return
             except OSError:
