@@ -126,6 +126,10 @@ class Emulator:
     def requests_log(self, since=0):
         return self._hook("GET", "requests?since=%d" % since)["requests"]
 
+    def faults(self):
+        """The rules as they stand (each with ``remaining``: what is left of its ``count``)."""
+        return self._hook("GET", "faults")["rules"]
+
     def set_faults(self, rules, seed=None):
         """The rules left (with ``remaining``); ``seed`` seeds the probability draws (logged either way)."""
         body = {"rules": list(rules)}

@@ -13,6 +13,7 @@ thread so a slow client never stalls the accept loop.
 import argparse
 import collections
 import faulthandler
+import hashlib
 import hmac
 import http
 import http.server
@@ -119,7 +120,8 @@ def param_names(pairs):
 
 # --------------------------------------------------------------------------- fault injection
 class FaultRule:
-    FIELDS = {"endpoint", "status", "retry_after", "latency", "reset", "extra_202", "count", "probability", "every"}
+    FIELDS = {"endpoint", "status", "retry_after", "latency", "reset", "extra_202", "count", "probability", "every",
+              "max_in_a_row"}
 
     def __init__(self, spec):
         if not isinstance(spec, dict):
@@ -142,6 +144,9 @@ class FaultRule:
         self.probability = 1.0 if self.probability is None else float(self.probability)
         # every: fires on the k-th, 2k-th, ... request that reaches this rule (exact, no draw)
         self.every = self._number(spec, "every", int, 1, None) or 1
+        # max_in_a_row: passes over a request whose identical predecessors were faulted this many times
+        # in a row, so a client with more attempts than that gets through by rule, not by luck
+        self.max_in_a_row = self._number(spec, "max_in_a_row", int, 1, None)
         self.seen = 0
         if not (self.status or self.latency or self.reset or self.extra_202):
             raise ValueError("a rule needs at least one of status, latency, reset, extra_202")
@@ -181,6 +186,7 @@ class Faults:
         self.rules = []
         self.seed = None
         self.rng = random.Random()
+        self.in_a_row = {}    # request key -> how many of its last sends in a row were faulted
 
     def set(self, specs, seed=None):
         rules = [FaultRule(spec) for spec in specs]
@@ -190,6 +196,7 @@ class Faults:
             seed = random.SystemRandom().randrange(2 ** 31)
         with self.lock:
             self.rules, self.seed, self.rng = rules, seed, random.Random(seed)
+            self.in_a_row = {}
         if rules:
             LOG.info("fault rules set: %d rules, seed %d", len(rules), seed)
 
@@ -197,25 +204,42 @@ class Faults:
         with self.lock:
             return [dict(rule.spec, remaining=rule.count) for rule in self.rules]
 
-    def pick(self, endpoint, ticket_id):
+    @staticmethod
+    def request_key(method, path, pairs):
+        """What makes two sends the same request (a retry or a repeat): method, path and parameters.
+        A digest, so that no parameter value (a credential) is kept."""
+        text = json.dumps([method, path, sorted(pairs)])
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def pick(self, endpoint, ticket_id, key=None):
         """The first rule that matches and fires for this request (consuming one of its count)."""
         with self.lock:
-            for rule in self.rules:
-                if rule.endpoint not in ("*", endpoint) or rule.count == 0:
+            rule = self._pick(endpoint, ticket_id, self.in_a_row.get(key, 0))
+            if rule:
+                self.in_a_row[key] = self.in_a_row.get(key, 0) + 1
+            else:
+                self.in_a_row.pop(key, None)
+            return rule
+
+    def _pick(self, endpoint, ticket_id, in_a_row):
+        for rule in self.rules:
+            if rule.endpoint not in ("*", endpoint) or rule.count == 0:
+                continue
+            if rule.max_in_a_row is not None and in_a_row >= rule.max_in_a_row:
+                continue      # does not reach the rule: its every-turn and count are kept for others
+            if rule.extra_202:
+                if endpoint not in TICKET_ENDPOINTS or ticket_id is None or ticket_id in rule.tickets:
                     continue
-                if rule.extra_202:
-                    if endpoint not in TICKET_ENDPOINTS or ticket_id is None or ticket_id in rule.tickets:
-                        continue
-                rule.seen += 1
-                if rule.seen % rule.every:
-                    continue
-                if rule.probability < 1.0 and self.rng.random() >= rule.probability:
-                    continue
-                if rule.count is not None:
-                    rule.count -= 1
-                if rule.extra_202:
-                    rule.tickets.add(ticket_id)
-                return rule
+            rule.seen += 1
+            if rule.seen % rule.every:
+                continue
+            if rule.probability < 1.0 and self.rng.random() >= rule.probability:
+                continue
+            if rule.count is not None:
+                rule.count -= 1
+            if rule.extra_202:
+                rule.tickets.add(ticket_id)
+            return rule
         return None
 
 
@@ -379,7 +403,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         rule = None
         if endpoint:
-            rule = self.server.faults.pick(endpoint, service.ticket_id_of(params))
+            rule = self.server.faults.pick(endpoint, service.ticket_id_of(params),
+                                           Faults.request_key(self.command, path, pairs))
         if rule:
             entry["fault"] = rule.describe()
             if rule.latency:
@@ -479,9 +504,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return 404, "Not found", []
 
     def _log(self, entry, started):
+        # took: seconds from the request's arrival (its body read) to its log entry, injected latency
+        # included: a test can tell a slow answer from an injected one
+        entry.setdefault("took", round(time.monotonic() - started, 3))
         self.server.requests.add(**entry)
         LOG.info("%s %s -> %s%s (%.1f ms)", entry["method"], entry["path"], entry["status"],
-                 " fault=%s" % entry["fault"] if entry["fault"] else "", (time.monotonic() - started) * 1000)
+                 " fault=%s" % entry["fault"] if entry["fault"] else "", entry["took"] * 1000)
 
     # -- test hooks (no Auth; the server only listens on loopback anyway)
     def _hook(self, path, query, raw_body):

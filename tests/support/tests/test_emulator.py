@@ -21,7 +21,7 @@ import requests
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 
 from conftest import EMULATOR_DIR
-from launcher import start_emulator
+from launcher import EmulatorError, start_emulator
 
 FAKE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAt"
             "zc2gtZWQyNTUxOQAAACDsecretkeymaterialZZZ\n-----END OPENSSH PRIVATE KEY-----\n")
@@ -545,6 +545,24 @@ def test_fault_every_k_th_request_is_exact(emu):
     assert codes == [200, 200, 503, 200, 200, 503, 200, 200, 200]
 
 
+def test_fault_max_in_a_row_lets_the_next_send_of_the_same_request_through(emu):
+    """A request faulted twice in a row passes the third time, however the every-turns fall; another
+    request (other path) is not spared, and the spared send does not use up a turn."""
+    emu.set_faults([{"endpoint": "*", "status": 503, "every": 1, "max_in_a_row": 2}])
+    codes = [call(emu, "GET", "get-site/1001").status_code for dummy in range(4)]
+    assert codes == [503, 503, 200, 503]                  # a pass starts a new row
+    assert call(emu, "GET", "get-site/1002").status_code == 503
+    assert call(emu, "GET", "get-site/1001").status_code == 503
+    # the same path with other parameters is another request
+    emu.set_faults([{"endpoint": "*", "status": 500, "every": 1, "max_in_a_row": 1, "count": 2}])
+    assert call(emu, "GET", "migration/update/5", {"remote-host": "a"}).status_code == 500
+    assert call(emu, "GET", "migration/update/5", {"remote-host": "b"}).status_code == 500
+    assert emu.faults() == [{"endpoint": "*", "status": 500, "every": 1, "max_in_a_row": 1, "count": 2,
+                             "remaining": 0}]
+    with pytest.raises(EmulatorError, match="max_in_a_row must be a number in range"):
+        emu.set_faults([{"endpoint": "*", "status": 500, "max_in_a_row": 0}])
+
+
 def test_fault_seed_replays_the_draws_and_is_logged(emu):
     rules = [{"endpoint": "site.get", "status": 503, "probability": 0.5}]
     runs = []
@@ -634,7 +652,8 @@ def test_request_log_never_holds_values(emu, new_site):
     assert all("?" not in e["path"] for e in log)
     assert log[0]["params"] == ["remote-host", "remote-user", "remote-pass"]
     assert set(log[0]) == {"seq", "time", "method", "path", "endpoint", "status", "write", "fault", "params",
-                           "connection", "received", "answered"}
+                           "connection", "received", "answered", "took"}
+    assert all(isinstance(e["took"], float) and e["took"] >= 0 for e in log)
     assert all(isinstance(e["connection"], int) for e in log)   # the client's port, no value
     # one clock orders cause and effect: each answer comes after its arrival, and before the next
     # request of this (sequential) client arrives
