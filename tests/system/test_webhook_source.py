@@ -215,13 +215,17 @@ def test_restart_emits_stored_events_and_remembers_deliveries(tls, tmp_path):
         wait(lambda: len(second.events) == 30)
         counters = wh.healthz(url, tls["ca"])
         assert counters["recovered"] == 30
-        # a redelivery of a stored event after the restart: 200, not emitted again
+        # a redelivery of a stored event after the restart: 200, not emitted again. Events come out in
+        # the order they were accepted, so a new event accepted after it is the point by which a wrong
+        # second emission would have shown (not a sleep, which a loaded machine can outlast)
         assert wh.post(url + "/", bodies[3], tls["ca"])[0] == 200
-        time.sleep(0.3)
+        later = build_body("ev_30", 30, {"i": 30}, KEY)
+        assert wh.post(url + "/", later, tls["ca"])[0] == 200
+        wait(lambda: len(second.events) >= 31)
     finally:
         second.stop()
-    assert [e["payload"]["event"] for e in second.events] == ["ev_%02d" % i for i in range(30)]
-    assert [e["meta"]["delivery_id"] for e in second.events] == [wh.delivery_id_of(b) for b in bodies]
+    assert [e["payload"]["event"] for e in second.events] == ["ev_%02d" % i for i in range(31)]
+    assert [e["meta"]["delivery_id"] for e in second.events] == [wh.delivery_id_of(b) for b in bodies + [later]]
     spool = tmp_path / "spool"
     assert KEY not in (spool / "spool.log").read_text()
 
@@ -272,10 +276,12 @@ def test_spool_rotation(tls, tmp_path):
     second = run_source(args)
     try:
         assert wh.post(url + "/", bodies[-1], tls["ca"])[0] == 200      # still known after restart
-        time.sleep(0.3)
+        later = build_body("rot", 40, {"i": 40}, KEY)                 # emitted after it, were it emitted
+        assert wh.post(url + "/", later, tls["ca"])[0] == 200
+        wait(lambda: len(second.events) >= 1)
     finally:
         second.stop()
-    assert second.events == []
+    assert [e["meta"]["delivery_id"] for e in second.events] == [wh.delivery_id_of(later)]
 
 
 def test_documentation_renders_with_ansible_doc(tmp_path):
