@@ -511,15 +511,21 @@ def _start_mariadb(workdir, tools, port, owner):
     os.makedirs(base, mode=0o755, exist_ok=True)
     owner_pw = pwd.getpwnam(owner)
     os.chown(base, owner_pw.pw_uid, owner_pw.pw_gid)
+    # its own temporary directory: instances started at once by concurrent test runs shared /tmp, and
+    # a bootstrap failed deleting its own temporary table ("Error on delete of '/tmp/#sql-temptable-…'")
+    tmpdir = os.path.join(base, "tmp")
+    os.makedirs(tmpdir, mode=0o700, exist_ok=True)
+    os.chown(tmpdir, owner_pw.pw_uid, owner_pw.pw_gid)
     sock = os.path.join(base, "mysqld.sock")
     if len(sock) > 100:
         raise SourceHostError("work directory path too long for a unix socket: %s" % sock)
     _run([tools["mariadb-install-db"], "--no-defaults", "--datadir=" + datadir, "--user=" + owner,
-          "--auth-root-authentication-method=socket", "--skip-test-db"], timeout=120)
+          "--auth-root-authentication-method=socket", "--skip-test-db", "--tmpdir=" + tmpdir], timeout=120)
     log = os.path.join(base, "error.log")
     pid_file = os.path.join(base, "mariadbd.pid")
     argv = [tools["mariadbd"], "--no-defaults", "--datadir=" + datadir, "--socket=" + sock,
             "--port=%d" % port, "--bind-address=127.0.0.1", "--pid-file=" + pid_file, "--user=" + owner,
+            "--tmpdir=" + tmpdir,
             "--log-error=" + log, "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=16M",
             "--innodb-log-file-size=8M", "--performance-schema=OFF"]
     with open(os.devnull, "rb") as devnull:
