@@ -97,8 +97,10 @@ def all_sites(emu, *keys, limit=100, session=None):
 
 # --------------------------------------------------------------------------- create-site and its job
 def test_create_site_answers_a_job_that_moves_queued_running_success(emu):
-    # Windows long enough for a loaded machine to read each state (0.3 s / 0.6 s were missed under load).
-    provisioning(emu, create=3.0, queued=2.0)
+    # The states follow the clock, so each is read while its window is open: queued by the first read
+    # after the create answered, running by one poll of wait_job in a 5 s window. The queued reads are not
+    # repeated by wait_job: at load 17-20 its first poll came after the 2 s queued window had closed (v44).
+    provisioning(emu, create=5.0, queued=3.0)
     started = time.monotonic()
     data = created(emu, "Fresh.Example", admin_pass=ADMIN_PASS, **{"meta[allow_site_migration]": "true"})
     assert set(data) == {"job_id", "atomic_site_id", "domain_name"}
@@ -109,9 +111,9 @@ def test_create_site_answers_a_job_that_moves_queued_running_success(emu):
     assert job["type"] == "create-site" and job["completed"] is None
     assert job["data"] == {"atomic_site_id": data["atomic_site_id"], "domain_name": "fresh.example"}
     assert call(emu, "GET", "job-completion/%s" % data["job_id"]).json()["data"] == "queued"
-    assert wait_job(emu, data["job_id"]) == ["queued", "running", "success"]
+    assert wait_job(emu, data["job_id"])[-2:] == ["running", "success"]   # may start with more queued reads
     took = time.monotonic() - started
-    assert took >= 5.0, took  # queued 2 s + running 3 s (no upper bound: it follows the machine's load)
+    assert took >= 8.0, took  # queued 3 s + running 5 s (no upper bound: it follows the machine's load)
     final = job_status(emu, data["job_id"])
     assert final["completed"] and final["completed"] >= final["created"]
     assert call(emu, "GET", "job-completion/%s" % data["job_id"]).json() == {"message": "OK", "data": "success"}
