@@ -211,9 +211,15 @@ class Faults:
         text = json.dumps([method, path, sorted(pairs)])
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def pick(self, endpoint, ticket_id, key=None):
-        """The first rule that matches and fires for this request (consuming one of its count)."""
+    def pick(self, endpoint, ticket_id, request=None):
+        """The first rule that matches and fires for this request (consuming one of its count).
+        ``request`` is (method, path, pairs); it is digested only while a rule has ``max_in_a_row``."""
         with self.lock:
+            if not self.rules:
+                return None
+            if request is None or not any(rule.max_in_a_row for rule in self.rules):
+                return self._pick(endpoint, ticket_id, 0)
+            key = self.request_key(*request)
             rule = self._pick(endpoint, ticket_id, self.in_a_row.get(key, 0))
             if rule:
                 self.in_a_row[key] = self.in_a_row.get(key, 0) + 1
@@ -403,8 +409,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         rule = None
         if endpoint:
-            rule = self.server.faults.pick(endpoint, service.ticket_id_of(params),
-                                           Faults.request_key(self.command, path, pairs))
+            rule = self.server.faults.pick(endpoint, service.ticket_id_of(params), (self.command, path, pairs))
         if rule:
             entry["fault"] = rule.describe()
             if rule.latency:

@@ -563,6 +563,23 @@ def test_fault_max_in_a_row_lets_the_next_send_of_the_same_request_through(emu):
         emu.set_faults([{"endpoint": "*", "status": 500, "max_in_a_row": 0}])
 
 
+def test_fault_rows_are_kept_only_while_a_rule_bounds_them():
+    """The request digest and its streak cost every request something: only a rule set that has
+    max_in_a_row keeps them (in process: what the emulator holds is not visible over HTTP)."""
+    import server  # pylint: disable=import-outside-toplevel
+
+    faults = server.Faults()
+    request = ("GET", "/api/v1.0/get-site/1001", [])
+    faults.set([{"endpoint": "*", "status": 503, "every": 1}], seed=1)
+    assert [bool(faults.pick("site.get", None, request)) for dummy in range(3)] == [True] * 3
+    assert faults.in_a_row == {}
+    faults.set([{"endpoint": "*", "status": 503, "every": 1, "max_in_a_row": 1}], seed=1)
+    assert [bool(faults.pick("site.get", None, request)) for dummy in range(3)] == [True, False, True]
+    assert list(faults.in_a_row.values()) == [1]
+    faults.set([], seed=1)
+    assert faults.pick("site.get", None, request) is None
+
+
 def test_fault_seed_replays_the_draws_and_is_logged(emu):
     rules = [{"endpoint": "site.get", "status": 503, "probability": 0.5}]
     runs = []
