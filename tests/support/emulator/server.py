@@ -187,6 +187,7 @@ class Faults:
         self.seed = None
         self.rng = random.Random()
         self.in_a_row = {}    # request key -> how many of its last sends in a row were faulted
+        self.bounds_rows = False   # a rule has max_in_a_row: only then are requests digested and counted
 
     def set(self, specs, seed=None):
         rules = [FaultRule(spec) for spec in specs]
@@ -197,6 +198,7 @@ class Faults:
         with self.lock:
             self.rules, self.seed, self.rng = rules, seed, random.Random(seed)
             self.in_a_row = {}
+            self.bounds_rows = any(rule.max_in_a_row for rule in rules)
         if rules:
             LOG.info("fault rules set: %d rules, seed %d", len(rules), seed)
 
@@ -217,7 +219,7 @@ class Faults:
         with self.lock:
             if not self.rules:
                 return None
-            if request is None or not any(rule.max_in_a_row for rule in self.rules):
+            if request is None or not self.bounds_rows:
                 return self._pick(endpoint, ticket_id, 0)
             key = self.request_key(*request)
             rule = self._pick(endpoint, ticket_id, self.in_a_row.get(key, 0))

@@ -17,7 +17,7 @@ import requests
 
 import server
 from launcher import start_emulator
-from webhook_harness import ref_digest, tls
+from webhook_harness import ref_digest, tls, wait_for
 
 ADMIN_PASS = "Adm1n-pass-canary-7f3e9d"
 FIELDS = {"admin_user": "site-admin", "admin_email": "admin@example.org"}
@@ -433,10 +433,8 @@ def test_site_provisioned_webhook_is_sent_once_when_ready_and_signed(tmp_path):
         # once that one arrives, nothing of theirs is still on its way, however slow the machine.
         assert call(emu, "GET", "get-site/bad.example").status_code == 404
         later = created(emu, "later.example")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(
-                body.get("atomic_site_id") == later["atomic_site_id"] for dummy, body in received):
-            time.sleep(0.05)
+        wait_for(lambda: any(body.get("atomic_site_id") == later["atomic_site_id"] for dummy, body in received),
+                 30, what="the later site's site_provisioned event")
         deliveries = emu.deliveries()
     finally:
         emu.stop()
