@@ -108,11 +108,13 @@ test: setup
 		done ) & lane_pids="$$lane_pids $$!"; \
 	done; \
 	set +m; wait; \
-	passed=0; failed=0; failed_names=""; summary=""; \
+	passed=0; failed=0; skipped=0; failed_names=""; summary=""; \
 	for suite in $(SUITES); do \
 		echo; echo "=================== $$suite"; cat $(TEST_LOGS)/$$suite.log; \
 		read -r result seconds < $(TEST_LOGS)/$$suite.result || { result=FAILED; seconds=?; }; \
-		if [ "$$result" = passed ]; then passed=$$((passed + 1)); else failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; fi; \
+		if [ "$$result" != passed ]; then failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; \
+		elif [ -f $(BUILD)/skipped/$$suite ]; then skipped=$$((skipped + 1)); \
+		else passed=$$((passed + 1)); fi; \
 		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; \
 		elif [ -f $(BUILD)/skipped/$$suite.partial ]; then result="$$result, skipped in part: $$(cat $(BUILD)/skipped/$$suite.partial)"; fi; \
 		summary="$$summary  $$suite: $$result ($$seconds s)\n"; \
@@ -120,7 +122,7 @@ test: setup
 	echo; echo "=================== summary"; printf "$$summary"; \
 	echo "  wall time: $$(( $$(date +%s) - started )) s"; \
 	[ -z "$$failed_names" ] || echo "failed:$$failed_names"; \
-	echo "$$passed passed, $$failed failed"; \
+	echo "$$passed passed, $$failed failed$$([ $$skipped -eq 0 ] || echo ", $$skipped skipped")"; \
 	[ $$failed -eq 0 ]
 
 # A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes; one that ran

@@ -85,7 +85,7 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
     assert results["FAIL: preflight of the failing source"]["result"]["diagnosis"]["code"] == "auth_failed"
     unknown = results["FAIL: update answered 503 (effect unknown)"]["result"]
     assert unknown["failure"]["effect"] == "unknown" and "not repeated" in unknown["msg"]
-    # Writes whose answer was lost are resolved by a read within the task (module_utils/api/uncertain_writes.py).
+    # Writes whose answer was lost are resolved by a read within the task (module_utils/runtime/uncertain_writes.py).
     lost = results["RESOLVED: create whose answer is lost (reset after), read back"]["result"]
     assert lost["uncertain"][0]["outcome"] == "happened" and lost["operation"] == "create"
     again = results["RESOLVED: ready answered 504, read and sent again"]["result"]

@@ -16,7 +16,7 @@ What it owns: the operation table (method and path of every call, and whether it
   or timed out before anything was sent, or the service answered 429;
 * a write whose effect is unknown (read timeout, reset after sending, any 5xx) is never repeated
   here: the error says ``effect: unknown`` and the module resolves it by reading the state the write
-  would have changed (module_utils/api/uncertain_writes.py);
+  would have changed (module_utils/runtime/uncertain_writes.py);
 * being a good citizen at fleet scale: every request of the client (all threads of a task) passes
   one gate (``Pace``, api/pace.py): an optional ceiling on requests per second (``rate_limit``), and after a 429
   a pause that holds every worker of the client, not only the one that got it.
@@ -37,6 +37,12 @@ from functools import partial
 from operator import methodcaller
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.defaults import (
+    DEFAULT_API_URL,
+    DEFAULT_RETRIES,
+    DEFAULT_RETRY_TIMEOUT,
+    DEFAULT_TIMEOUT,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import (
     CONNECTION_WORDS,
     KEY_REFUSED_STATUS,
@@ -49,13 +55,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import 
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.pace import Pace
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
-    DEFAULT_API_URL,
-    DEFAULT_RETRIES,
-    DEFAULT_RETRY_TIMEOUT,
-    DEFAULT_TIMEOUT,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.version import collection_version
 
 try:
     import requests

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import WRITE_ONLY_KEYS
 from ansible_collections.wpcloud.hosting.plugins.module_utils.webhook.signature import (
     MIN_KEY_DISTINCT,

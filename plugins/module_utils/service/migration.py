@@ -20,7 +20,7 @@ import re
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import NULL_ID_MSG, validate_host, validate_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write, write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import module_write, write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import mask

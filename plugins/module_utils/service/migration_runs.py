@@ -32,7 +32,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller imp
     wait_for_tickets,
     wait_summary,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import write_once
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import write_once
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     ACTIVE_STATES,
     FAILED_STATES,

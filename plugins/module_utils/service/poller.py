@@ -27,8 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
-    POLL_STRETCH,
-    POLL_STRETCH_AFTER,
     TICKET_FAILURE,
     TICKET_ID_PARAM,
     TICKET_PENDING,
@@ -37,6 +35,12 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
     TICKET_TERMINAL,
     UNREADABLE,
 )
+
+# The adaptive wait (poll_gap, docs/api-choices.md): an item is polled every poll_interval for its first
+# POLL_STRETCH_AFTER seconds, then the gap grows by POLL_STRETCH seconds times the square root of the seconds
+# past that, up to poll_max_interval (runtime/arguments.py DEFAULT_POLL_MAX_INTERVAL when unset).
+POLL_STRETCH_AFTER = 12.0
+POLL_STRETCH = 0.65
 
 
 def _first_present(data, *names):

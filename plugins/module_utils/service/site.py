@@ -21,7 +21,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each, with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import Polled, follow, progress_for
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.uncertain_writes import module_write
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     ALLOW_FLAG_VALUES,
     ALLOW_OFF_VALUES,

@@ -10,32 +10,14 @@ the filter too, so it runs with the controller's tests, not in tests/unit/plugin
 Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
 
 Standard library only: the role's filter (plugins/filter/site_migration.py) imports it on every template.
+What is not the service's but ours lives in its layer: the connection's defaults in api/client.py, the wait
+contract (its defaults and the service's one-second poll minimum) in runtime/arguments.py, the adaptive wait's
+constants in service/poller.py.
 """
 
 from __future__ import annotations
 
 import re
-
-DEFAULT_API_URL = "https://atomic-api.wordpress.com"
-
-# -- defaults of the connection and wait options (module_utils/runtime/arguments.py, and the client's own) ----------------
-
-DEFAULT_TIMEOUT = 30
-DEFAULT_RETRIES = 5
-DEFAULT_RETRY_TIMEOUT = 120
-DEFAULT_WAIT_TIMEOUT = 1800
-DEFAULT_POLL_INTERVAL = 1.0
-DEFAULT_PROGRESS_INTERVAL = 15.0
-# The service asks for one second between polls of a pending ticket.
-MIN_POLL_INTERVAL = 1.0
-# The adaptive wait (module_utils/service/poller.py poll_gap, docs/api-choices.md): an item is polled every
-# poll_interval for its first POLL_STRETCH_AFTER seconds, then the gap grows by POLL_STRETCH seconds times
-# the square root of the seconds past that, up to poll_max_interval. 12 s keeps a 1,000-site wave under
-# 100 requests a second once every run is past about five minutes, and a 5-minute run under 60 polls;
-# 12 s at 1 s: a 10 s run (its end at age 11 s, after the 202 window) is seen as before.
-DEFAULT_POLL_MAX_INTERVAL = 12.0
-POLL_STRETCH_AFTER = 12.0
-POLL_STRETCH = 0.65
 
 # -- migrations ---------------------------------------------------------------------------------------------
 

@@ -18,9 +18,9 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import MIN_POLL_INTERVAL
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     CHECK_MODE_CREATED_SITES_FACT,
-    MIN_POLL_INTERVAL,
     SITE_VALUE_RULES,
 )
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (

@@ -271,7 +271,7 @@ def advance(fleet, results, upto=None):
         for site, result in pair_results_with_sites(step, sites, results.get(step)):
             site.update(outcome_of_step(step, site, result))
             if isinstance(result, Mapping) and result.get("uncertain"):
-                # Writes whose answer was lost, and how a read settled them (module_utils/api/uncertain_writes.py).
+                # Writes whose answer was lost, and how a read settled them (module_utils/runtime/uncertain_writes.py).
                 site["uncertain"] = list(site.get("uncertain") or []) + [
                     dict(entry, step=step) for entry in result["uncertain"] if isinstance(entry, Mapping)]
     return fleet

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import MIN_POLL_INTERVAL
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
-    MIN_POLL_INTERVAL,
     ROLE_FIELDS,
     ROLE_VARIABLES,
     SECRET_PARAMS,

@@ -91,3 +91,30 @@ def test_gates_fail_when_a_tool_is_missing_for_no_recorded_reason(tmp_path):
     result = gates("--venv", str(venv), "changelog")
     assert result.returncode == 1
     assert "has no antsibull-changelog" in result.stderr
+
+
+def test_make_test_counts_a_skipped_suite_as_skipped_not_passed(tmp_path):
+    """The closing line of `make test` (issue 39, item 5): a suite that recorded a skip is counted apart."""
+    fakes = tmp_path / "fakes.mk"
+    fakes.write_text("fake-pass:\n"
+                     "\t@true\n"
+                     "fake-skip:\n"
+                     "\t@mkdir -p $(BUILD)/skipped && echo 'no Python 3.12 here' > $(BUILD)/skipped/$@\n"
+                     "fake-fail:\n"
+                     "\t@false\n")
+
+    def make_test(suites):
+        # MAKEFILES: read by the suites' own make processes too (make test runs each suite as $(MAKE) SUITE)
+        return subprocess.run(["make", "-o", "setup", "test",
+                               "BUILD=%s" % (tmp_path / "build"), "SUITES=%s" % suites,
+                               "TEST_LANES=%s" % suites.replace(" ", ",")],
+                              cwd=str(ROOT), capture_output=True, text=True, timeout=120, check=False,
+                              env=dict(os.environ, MAKEFILES=str(fakes)))
+
+    result = make_test("fake-pass fake-skip")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fake-skip: skipped: no Python 3.12 here" in result.stdout
+    assert result.stdout.rstrip().endswith("1 passed, 0 failed, 1 skipped")
+    result = make_test("fake-pass fake-fail")
+    assert result.returncode != 0
+    assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 1 failed"

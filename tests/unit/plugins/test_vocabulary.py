@@ -53,14 +53,26 @@ def test_the_vocabulary_is_used_where_it_was_defined_before():
     assert {"migration", "migration_module", "outcomes", "steps"} <= where["SECRET_PARAMS"]
     assert {"migration_runs", "outcomes"} <= where["FAILED_STATES"]
     assert {"poller", "migration_runs", "outcomes"} <= where["TICKET_TERMINAL"]
-    assert {"arguments", "inputs", "steps"} <= where["MIN_POLL_INTERVAL"]
     # The role variable of each module option: one table, for the role's messages. A role variable's field: one
     # table, for the role's arguments of the migration logic (a value goes straight from its variable to its field).
     assert {"stages", "steps"} <= where["ROLE_VARIABLES"]
     assert {"steps"} <= where["ROLE_FIELDS"] and {"migration_module"} <= where["FIELD_NAMES"]
     assert {"migration_runs"} <= where["RUN_TERMINAL_STATES"] and {"migration_runs"} <= where["ACTIVE_STATES"]
-    assert {"arguments", "client"} <= where["DEFAULT_TIMEOUT"]
     assert {"migration_runs"} <= where["diagnose"]
+
+
+def test_the_wait_contract_and_the_connection_defaults_are_defined_once_in_their_layer():
+    """Not the service's words but ours: the wait contract in runtime/arguments.py (the role's checks read the
+    same objects), the connection's defaults in api/defaults.py (the client's and the options')."""
+    from ansible_collections.wpcloud.hosting.plugins.module_utils.api import client, defaults
+    from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import arguments
+    from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import inputs, steps
+
+    assert inputs.MIN_POLL_INTERVAL is arguments.MIN_POLL_INTERVAL and steps.MIN_POLL_INTERVAL is arguments.MIN_POLL_INTERVAL
+    for name in ("DEFAULT_API_URL", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "DEFAULT_RETRY_TIMEOUT"):
+        assert getattr(client, name) is getattr(defaults, name) is getattr(arguments, name), name
+        assert not hasattr(vocabulary, name), name
+    assert arguments.API_ARGUMENT_SPEC["timeout"]["default"] == defaults.DEFAULT_TIMEOUT
 
 
 @pytest.mark.parametrize("module,name", USES, ids=["%s:%s" % (m.rsplit(".", 1)[-1], n) for m, n in USES])

@@ -24,7 +24,7 @@ def test_the_filters_are_registered():
 def test_the_vocabulary_comes_from_module_utils():
     for module, names in ((outcomes, ("RUNNING_STATES", "FAILED_STATES", "MIGRATION_SUCCEEDED", "TICKET_TERMINAL",
                                       "SECRET_PARAMS")),
-                          (inputs, ("MIN_POLL_INTERVAL", "SITE_VALUE_RULES")),
+                          (inputs, ("SITE_VALUE_RULES",)),
                           (stages, ("ROLE_VARIABLES",)), (steps, ("ROLE_VARIABLES", "ROLE_FIELDS", "SECRET_PARAMS"))):
         for name in names:
             assert getattr(module, name) is getattr(vocabulary, name), name

@@ -21,7 +21,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.pace import Pace
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.version import collection_version
 
 SECRET_PASS = "canary-remote-pass-7f3a9"
 

@@ -19,7 +19,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller imp
     poll_until_done,
     wait_for_tickets,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import DEFAULT_POLL_MAX_INTERVAL
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import DEFAULT_POLL_MAX_INTERVAL
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.module_utils.service.test_poller_progress import FakeTime
 
 

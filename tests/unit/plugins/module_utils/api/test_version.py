@@ -8,8 +8,8 @@ import json
 import os
 import re
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import version
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.version import COLLECTION_ROOT, collection_version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api import version
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.version import COLLECTION_ROOT, collection_version
 
 
 def test_the_checkout_reads_galaxy_yml():

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writes whose effect is unknown are resolved by a read (module_utils/api/uncertain_writes.py): when the read
+"""Writes whose effect is unknown are resolved by a read (module_utils/runtime/uncertain_writes.py): when the read
 shows the write happened it is not sent again; when it proves it did not, it is sent once more. Failed
 polls never end a wait that has time left. All on the fake service."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api import uncertain_writes
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import uncertain_writes
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 from ansible_collections.wpcloud.hosting.plugins.modules import client_meta, migration, migration_preflight
