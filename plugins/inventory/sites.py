@@ -21,6 +21,8 @@ description:
   - The connection options take the same environment variables as the modules, so an AWX / Automation
     Controller inventory source needs only the C(WP Cloud API) credential.
   - The inventory file's name must end in C(.wpcloud.yml) or C(.wpcloud.yaml).
+requirements:
+  - requests (Python library, on the controller)
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:

@@ -30,6 +30,10 @@ description:
   - With O(migrations), one task manages the migrations of a whole fleet. Each element is one migration; the
     task's own options are the defaults of every element. The migrations are handled 16 at a time on one
     connection. One failed migration does not stop the others; the task fails afterwards and names each.
+requirements:
+  - cryptography (Python library, on the controller; ansible-core depends on it), to check O(ssh_id) before it is sent
+  - bcrypt (Python library, on the controller), only to check the passphrase of a passphrase-protected O(ssh_id) in
+    OpenSSH format (what C(ssh-keygen) writes by default); a PEM key or a key without a passphrase does without it
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: site_migration_setup
-short_description: Set up the migrations of the site_migration role's sites, up to the key install, in one task
+short_description: "Internal: set up the migrations of the site_migration role's sites, up to the key install, in one task"
 version_added: 0.1.0
 description:
   - The phase of the C(wpcloud.hosting.site_migration) role that runs before a generated key is installed on the
@@ -27,6 +27,10 @@ description:
     shows each step as it starts, and the site creation's wait shows its progress.
   - The credentials are read from the hosts' variables and sent; the result never holds one. When any site gives
     a credential, the result is marked C(no_log), as the role's steps were.
+requirements:
+  - cryptography (Python library, on the controller; ansible-core depends on it), to check C(site_migration_ssh_id) before it is sent
+  - bcrypt (Python library, on the controller), only to check the passphrase of a passphrase-protected C(site_migration_ssh_id) in
+    OpenSSH format (what C(ssh-keygen) writes by default); a PEM key or a key without a passphrase does without it
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
