@@ -206,7 +206,9 @@ class DomainEndpoints:
             raise ApiError(404, "Not Found: %s is not a domain or alias of any site" % ref[:253])
         if self.sites[owner]["client"] != self.client:
             raise ApiError(403, "Forbidden: this key cannot act on the client of %s" % domain)
-        record = self.ssl.setdefault(domain, C.issued(time.time(), self._new_cert_id()))
+        if domain not in self.ssl:   # attached before certificates were kept (an older state file)
+            self.ssl[domain] = C.issued(time.time(), self._new_cert_id())
+        record = self.ssl[domain]
         C.advance(record, domain, time.time(), self._dns_since(domain), self._new_cert_id, self.ssl_config)
         return domain, record
 

@@ -215,7 +215,8 @@ class Service(DomainEndpoints, B.BackupEndpoints):
         self.ticket_seq = state.get("ticket_seq", 0)
         # No worker survived the restart: whatever was running ends as a failure, visibly.
         for ticket in self.tickets.values():
-            if ticket["status"] == "running":
+            # a restore's ticket follows its job, which goes on across a restart (absolute times)
+            if ticket["status"] == "running" and ticket.get("operation") != "restore":
                 ticket["status"] = "failure"
                 ticket["responses"].append({"timestamp": int(time.time()),
                                             "message": "Interrupted: the service restarted before the "
