@@ -51,7 +51,7 @@ def created(gl, request_id):  # pylint: disable=redefined-outer-name
     def found(events):
         return [b for b in events if b["event"] == "on-demand-backup" and b["data"]["state"] == "created"
                 and b["data"]["atomic_backup_request_id"] == request_id]
-    return found(gl.wait_events(lambda ev: found(ev), what="created %s" % request_id))[0]["data"]
+    return found(gl.wait_events(found, what="created %s" % request_id))[0]["data"]
 
 
 def made(gl, site, kind):  # pylint: disable=redefined-outer-name
@@ -99,8 +99,8 @@ def test_create_refusals(gl):
     gl.refused(403, "POST", "on-demand-backup/create/1900/fs")
     gl.refused(405, "GET", "on-demand-backup/create/1002/fs")
     gl.emu.set_provisioning({"default": {"create": {"queued": 5, "duration": 5}}})
-    young = gl.ok("POST", "create-site/demo", {"domain_name": "young.example", "admin_user": "a",
-                                                "admin_email": "a@b.example"})["atomic_site_id"]
+    fields = {"domain_name": "young.example", "admin_user": "a", "admin_email": "a@b.example"}
+    young = gl.ok("POST", "create-site/demo", fields)["atomic_site_id"]
     assert "provisioning" in gl.refused(423, "POST", "on-demand-backup/create/%s/db" % young)
     # a migration run writing into the site: no copy of half its files
     gl.emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1, "hold": True}}})
@@ -300,8 +300,8 @@ def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     assert gl.emu.site(1002)["status"] == "active"
     events = gl.wait_events(lambda ev: any(b["event"] == "site_provisioned" for b in ev), what="site_provisioned")
     ends = [b for b in events if b["event"] in ("site_provisioned", "response_ticket_updated")]
-    assert [(b["event"], b["atomic_site_id"]) for b in ends][-2:] == [("site_provisioned", 1002),
-                                                                       ("response_ticket_updated", 1002)]
+    assert [(b["event"], b["atomic_site_id"]) for b in ends][-2:] == [
+        ("site_provisioned", 1002), ("response_ticket_updated", 1002)]
     assert ends[-1]["data"] == {"response-ticket-id": answer["response_ticket_id"], "status": "success",
                                 "operation": "restore"}
     # the backups are still there (a restore does not consume them)

@@ -103,8 +103,8 @@ def test_switch_refusals(gl):
     gl.refused(403, "POST", "update-site-domain/acme/1002/new.example")      # another client's name
     gl.refused(405, "GET", "update-site-domain/demo/1002/new.example")
     gl.emu.set_provisioning({"default": {"create": {"queued": 5, "duration": 5}}})
-    site = gl.ok("POST", "create-site/demo", {"domain_name": "young.example", "admin_user": "a",
-                                               "admin_email": "a@b.example"})["atomic_site_id"]
+    fields = {"domain_name": "young.example", "admin_user": "a", "admin_email": "a@b.example"}
+    site = gl.ok("POST", "create-site/demo", fields)["atomic_site_id"]
     assert "provisioning" in gl.refused(423, "POST", "update-site-domain/demo/%s/new.example" % site)
     assert gl.ok("GET", "get-site/1002")["domain_name"] == "dest2.example"
     assert domain_events(gl) == []
