@@ -4,12 +4,12 @@ on-demand-backup events, and every switch of section "Variants" that touches the
 
 import os
 import shutil
-import stat
 import time
 from datetime import datetime
 
 import pytest
 
+from file_tree import site_storage
 from golive_harness import HMAC_KEY, Live
 from launcher import start_emulator
 from webhook_harness import ref_digest, wait_for
@@ -220,24 +220,6 @@ def test_backup_id_timestamp_and_request_answer_switches(gl):
 
 
 # --------------------------------------------------------------------------- restore
-def _tree(root):
-    """Everything a restore must bring back: each path's kind, mode, bytes or link target, file mtimes."""
-    result = {}
-    for base, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            info = os.lstat(path)
-            rel = os.path.relpath(path, root)
-            if stat.S_ISLNK(info.st_mode):
-                result[rel] = ("link", os.readlink(path))
-            elif stat.S_ISDIR(info.st_mode):
-                result[rel] = ("dir", stat.S_IMODE(info.st_mode))
-            else:
-                with open(path, "rb") as handle:
-                    result[rel] = ("file", stat.S_IMODE(info.st_mode), handle.read(), info.st_mtime_ns)
-    return result
-
-
 def _site_content(storage):
     files = os.path.join(storage, "files")
     shutil.rmtree(files, ignore_errors=True)
@@ -262,15 +244,15 @@ def _allow(gl, site, when=None, suspended="503"):  # pylint: disable=redefined-o
 def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     storage = gl.emu.site(1002)["storage"]
     _site_content(storage)
-    before_files, before_db = _tree(os.path.join(storage, "files")), open(os.path.join(storage, "db.sql"), "rb").read()
+    before = site_storage(storage)      # files (modes, symlink, mtimes) and the database's bytes
     fs_id, db_id = made(gl, 1002, "fs"), made(gl, 1002, "db")
     # the change: a (scripted) migration run overwrites the files and the database, as a refresh does
     gl.emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1}}})
     mid = gl.ok("POST", "migration/create/1002", {"remote-host": "src.example", "remote-user": "u"})["migration-id"]
     gl.ok("POST", "migration/ready/%s" % mid)
     wait_for(lambda: gl.ok("GET", "migration/get/%s" % mid)["state"] == "migration-succeeded", 15, what="the run")
-    assert _tree(os.path.join(storage, "files")) != before_files
-    assert open(os.path.join(storage, "db.sql"), "rb").read() != before_db
+    changed = site_storage(storage)
+    assert changed["files"] != before["files"] and changed["db"] != before["db"]
     _allow(gl, 1002)
     # a restore window long enough for the reads made inside it on a loaded machine
     gl.emu.set_provisioning({"default": {"restore": {"queued": 2.0, "duration": 1.0}}})
@@ -292,9 +274,7 @@ def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     full = gl.ok("POST", "response-ticket/get/full", ticket)
     assert full["status"] == "success" and "Restore complete" in full["responses"][-1]["message"]
     assert "files from backup %s, database from backup %s" % (fs_id, db_id) in full["responses"][0]["message"]
-    # byte for byte: files (modes, symlink, mtimes) and database as the backups copied them
-    assert _tree(os.path.join(storage, "files")) == before_files
-    assert open(os.path.join(storage, "db.sql"), "rb").read() == before_db
+    assert site_storage(storage) == before      # byte for byte, as the backups copied them
     assert gl.ok("GET", "site-meta/1002/allow_restore/get") is None         # removed by the service
     assert gl.ok("GET", "site-meta/1002/suspended/get") == "503"            # stays until removed
     assert gl.emu.site(1002)["status"] == "active"
