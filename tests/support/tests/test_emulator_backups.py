@@ -10,21 +10,9 @@ from datetime import datetime
 import pytest
 
 from file_tree import site_storage
-from golive_harness import HMAC_KEY, Live
+from golive_harness import HMAC_KEY, gl, live  # noqa: F401 pylint: disable=unused-import
 from launcher import start_emulator
 from webhook_harness import ref_digest, wait_for
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    harness = Live(str(tmp_path_factory.mktemp("golive-backups")))
-    yield harness
-    harness.stop()
-
-
-@pytest.fixture
-def gl(live):  # pylint: disable=redefined-outer-name
-    return live.fresh()
 
 
 # The Python SDK's models (rtCamp/wp-cloud-atomic-sdk atomic_sdk/models.py, main 86fe401): what

@@ -7,20 +7,8 @@ import time
 
 import pytest
 
-from golive_harness import HMAC_KEY, Live
+from golive_harness import HMAC_KEY, gl, live  # noqa: F401 pylint: disable=unused-import
 from webhook_harness import ref_digest, wait_for
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    harness = Live(str(tmp_path_factory.mktemp("golive-domains")))
-    yield harness
-    harness.stop()
-
-
-@pytest.fixture
-def gl(live):  # pylint: disable=redefined-outer-name
-    return live.fresh()
 
 
 def signed_ok(body):
