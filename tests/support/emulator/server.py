@@ -621,8 +621,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not isinstance(event, str) or not event:
                     raise ApiError(400, "event is required")
                 extra = {"signature_in_data": True} if body.get("signature_in_data") else {}
+                data = body.get("data")
+                if extra and data is not None and not isinstance(data, dict):
+                    # refused here: the sender would fail after this hook had answered 200, and send nothing
+                    raise ApiError(400, "signature_in_data needs data to be an object (or no data)")
                 srv.sender.emit(body.get("client", srv.service.client), event,
-                                atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []), **extra)
+                                atomic_site_id=body.get("atomic_site_id"), data=data, **extra)
                 self._send(200, {"emitted": event})
             elif name == "variants" and method == "POST":
                 try:
