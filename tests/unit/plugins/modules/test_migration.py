@@ -440,3 +440,7 @@ def test_a_recorded_migration_the_site_still_names_is_not_replaced(fake_api, run
     result, warnings = run_logic(migration, dict(_base(state)))
     assert isinstance(result, ModuleFailure) and fake_api.writes == []
     assert state in result.msg and "holds it in allow_site_migration" in result.msg
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(migration)

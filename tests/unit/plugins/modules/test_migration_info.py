@@ -61,3 +61,7 @@ def test_migration_info_sites_excludes_site_and_migration_id_but_not_each_other(
     assert "one of the following is required" in errors()
     # The single form's site with migration_id (the migration must belong to the site) stays valid.
     assert errors(site="1001", migration_id=4) == ""
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(migration_info)

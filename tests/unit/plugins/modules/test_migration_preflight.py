@@ -89,3 +89,7 @@ def test_a_null_migration_id_outside_check_mode_names_the_option(fake_api, run_l
     result, warnings = run_logic(migration_preflight, {"migration_id": None})
     assert isinstance(result, ModuleFailure) and result.msg.startswith("migration_id is null")
     assert fake_api.calls == []
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(migration_preflight)

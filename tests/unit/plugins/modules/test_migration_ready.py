@@ -92,3 +92,7 @@ def test_ready_after_a_preflight_that_only_ran_in_check_mode(fake_api, run_logic
     assert fake_api.writes == []
     refused, warnings = run_logic(migration_ready, {"migration_id": mid})
     assert isinstance(refused, ModuleFailure) and "require_preflight" in refused.msg
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(migration_ready)

@@ -61,3 +61,7 @@ def test_a_null_ticket_id(fake_api, run_logic, check_mode):
     else:
         assert isinstance(result, ModuleFailure) and result.msg.startswith("ticket_id is null")
     assert fake_api.calls == []
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(response_ticket_wait)

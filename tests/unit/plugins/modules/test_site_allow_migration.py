@@ -62,3 +62,7 @@ def test_the_list_form_serves_every_site_and_names_the_failed_ones(fake_api, run
     assert [(r["site"], r["changed"] if "changed" in r else None, r["failed"]) for r in result.details["results"]] == [
         ("1001", True, False), ("1002", False, False), ("9999", None, True)]
     assert [c["operation"] for c in fake_api.writes] == ["site.allow_migration"]
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(site_allow_migration)
