@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the state file keeps for a re-run (issue 25): a digest of the password last sent, so that a re-run
-with the same vaulted password is quiet and a changed one is said; and a recorded migration ID that the
+with the same vaulted password is quiet and a changed one is sent (issue 40); and a recorded migration ID that the
 service no longer knows (a deleted migration, a reset service).
 
 The migration module's logic on a fake service (tests/unit/plugins/fake_service.py).
@@ -30,7 +30,7 @@ def test_the_digest_tells_the_same_secret_from_another_and_never_holds_it():
     assert not same_secret(PASSWORD, "garbage") and not same_secret(PASSWORD, None)
 
 
-def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_said(fake_api, run_logic, tmp_path):
+def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_sent(fake_api, run_logic, tmp_path):
     fake_api.sites["1002"] = "true"
     state = str(tmp_path / "1002.json")
     created, warnings = run_logic(migration, dict(_base(state), remote_pass=PASSWORD))
@@ -45,15 +45,11 @@ def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_said(fake_
         assert same["changed"] is False and warnings == [], (same, warnings)
         assert "credentials_not_sent" not in same["results"][0]
 
+    # A changed one is sent (update_secret when_changed, the default; issue 40), and its digest kept: the
+    # next re-run is quiet again. (Every case of the decision: test_migration_credentials.py.)
     other, warnings = run_logic(migration, {"migrations": [dict(_base(state), remote_pass="changed-Pass-2")]})
-    assert other["results"][0]["credentials_not_sent"] == ["remote_pass"]
-    assert len(warnings) == 1 and "remote_pass is not the password last sent" in warnings[0], warnings
-    assert state in warnings[0] and "update_secret: always" in warnings[0]
-    assert "changed-Pass-2" not in json.dumps([other, warnings])
-
-    # Sent once with update_secret: always: the new digest is kept, and the next re-run is quiet again.
-    sent, warnings = run_logic(migration, dict(_base(state), remote_pass="changed-Pass-2", update_secret="always"))
-    assert sent["updated_fields"] == ["remote-pass"] and warnings == []
+    assert other["results"][0]["updated_fields"] == ["remote-pass"] and warnings == []
+    assert "changed-Pass-2" not in json.dumps(other)
     assert same_secret("changed-Pass-2", json.loads(open(state).read())["remote_pass_digest"])
     again, warnings = run_logic(migration, dict(_base(state), remote_pass="changed-Pass-2"))
     assert again["changed"] is False and warnings == []

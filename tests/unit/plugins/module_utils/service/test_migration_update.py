@@ -136,14 +136,15 @@ def test_a_key_recorded_in_the_state_file_tells_same_from_changed(fake_api, run_
     same, warnings = run_logic(migration, dict(base, ssh_id=first))
     assert same["changed"] is False and warnings == [] and "credentials_not_sent" not in same
 
+    # Another key is sent (update_secret when_changed, the default; issue 40), and its fingerprint kept.
     other, warnings = run_logic(migration, dict(base, ssh_id=second))
-    assert other["changed"] is False and other["credentials_not_sent"] == ["ssh_id"]
-    assert len(warnings) == 1 and "ssh_id is not the key last sent" in warnings[0]
-    assert created["ssh_id_fingerprint"] in warnings[0] and other["ssh_id_fingerprint"] in warnings[0]
+    assert other["updated_fields"] == ["ssh-id"] and warnings == [] and "credentials_not_sent" not in other
+    assert json.loads(open(state).read())["ssh_id_fingerprint"] == other["ssh_id_fingerprint"]
+    again, warnings = run_logic(migration, dict(base, ssh_id=second))
+    assert again["changed"] is False and warnings == []
 
     sent, warnings = run_logic(migration, dict(base, ssh_id=second, update_secret="always"))
     assert sent["updated_fields"] == ["ssh-id"] and warnings == []
-    assert json.loads(open(state).read())["ssh_id_fingerprint"] == other["ssh_id_fingerprint"]
 
 
 def test_a_fleet_gets_one_warning_for_its_unsent_credentials(fake_api, run_logic):
