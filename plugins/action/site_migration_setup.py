@@ -30,18 +30,21 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.set
     role_secrets,
     set_up,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import role_message
 
 display = Display()
 
 
 def phase_result(steps, diff):
-    """changed, warnings (each once, in order), diffs and the steps' summary, from the steps' results."""
+    """changed, warnings (each once, in order, in the role's words), diffs and the steps' summary, from the steps'
+    results."""
     changed, warnings, diffs, summary = False, [], [], {}
     for step, ran in steps.items():
         result = ran["result"] if isinstance(ran["result"], Mapping) else {}
         step_changed = step != CHECK_STEP and bool(result.get("changed"))
         changed = changed or step_changed
-        warnings += [w for w in result.get("warnings") or [] if w not in warnings]
+        # in the role's words (its variables, not the modules' options), as its messages are
+        warnings += [w for w in (role_message(w) for w in result.get("warnings") or []) if w not in warnings]
         if diff and step_changed and result.get("diff"):
             found = result["diff"]
             diffs += found if isinstance(found, list) else [found]

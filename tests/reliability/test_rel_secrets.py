@@ -63,7 +63,7 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
                                   "run": {"outcome": "success", "duration": 0.3}},
                       "hosts": {"authfail.example": {"preflight": {"outcome": "auth_failed", "duration": 0.2}}}})
     sites = {name: _site(emu, allow=(name != "pw")) for name in
-             ("pw", "key", "kp", "pem", "fail", "new1", "new2", "mod")}
+             ("pw", "key", "kp", "pem", "fail", "new1", "new2", "mod", "chg", "chgkey")}
     variables = {"rel_api_url": emu.url, "rel_emulator_url": emu.url, "rel_ca_path": emu.ca_path,
                  "rel_client": emu.client, "rel_state_dir": str(out / "state"),
                  "rel_sites_allow": [str(sites["pw"])]}
@@ -92,6 +92,16 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
     assert again["uncertain"][0]["outcome"] == "repeated"
     assert results["Re-run finds it (read after the 429 is retried)"]["result"]["operation"] == "none"
     assert "MODULE: create with a protected key" in results
+    # A credential known to differ (issue 40): on_create refused it naming the option; when_changed sent it.
+    for kind, field in (("password", "remote-pass"), ("key", "ssh-id")):
+        refused = results["FAIL: %s with update_secret on_create (known to differ)" % (
+            "the corrected password" if kind == "password" else "a replaced key")]["result"]
+        assert "update_secret is on_create" in refused["msg"], refused
+        sent = results["The %s, sent as known to differ (when_changed), diff" % (
+            "corrected password" if kind == "password" else "replaced key")]["result"]
+        assert sent["updated_fields"] == [field], sent
+    warned = results["The same password without a state file (nothing to compare with, warned)"]["result"]
+    assert warned["credentials_not_sent"] == ["remote_pass"] and warned["warnings"], warned
     _assert_clean([out, emu.workdir], canaries, "modules")
 
 

@@ -284,14 +284,15 @@ def test_a_key_recorded_in_the_state_file_tells_same_from_changed(fake_api, run_
     same, warnings = run_logic(migration, dict(base, ssh_id=first))
     assert same["changed"] is False and warnings == [] and "credentials_not_sent" not in same
 
+    # Another key is sent (update_secret when_changed, the default; issue 40), and its fingerprint kept.
     other, warnings = run_logic(migration, dict(base, ssh_id=second))
-    assert other["changed"] is False and other["credentials_not_sent"] == ["ssh_id"]
-    assert len(warnings) == 1 and "ssh_id is not the key last sent" in warnings[0]
-    assert created["ssh_id_fingerprint"] in warnings[0] and other["ssh_id_fingerprint"] in warnings[0]
+    assert other["updated_fields"] == ["ssh-id"] and warnings == [] and "credentials_not_sent" not in other
+    assert json.loads(open(state).read())["ssh_id_fingerprint"] == other["ssh_id_fingerprint"]
+    again, warnings = run_logic(migration, dict(base, ssh_id=second))
+    assert again["changed"] is False and warnings == []
 
     sent, warnings = run_logic(migration, dict(base, ssh_id=second, update_secret="always"))
     assert sent["updated_fields"] == ["ssh-id"] and warnings == []
-    assert json.loads(open(state).read())["ssh_id_fingerprint"] == other["ssh_id_fingerprint"]
 
 
 def test_a_fleet_gets_one_warning_for_its_unsent_credentials(fake_api, run_logic):
@@ -371,7 +372,7 @@ def _base(state):
     return {"site": "1002", "remote_host": "src.example", "remote_user": "www", "state_file": state}
 
 
-def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_said(fake_api, run_logic, tmp_path):
+def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_sent(fake_api, run_logic, tmp_path):
     fake_api.sites["1002"] = "true"
     state = str(tmp_path / "1002.json")
     created, warnings = run_logic(migration, dict(_base(state), remote_pass=VAULTED))
@@ -386,15 +387,11 @@ def test_a_rerun_with_the_same_password_is_quiet_and_a_changed_one_is_said(fake_
         assert same["changed"] is False and warnings == [], (same, warnings)
         assert "credentials_not_sent" not in same["results"][0]
 
+    # A changed one is sent (update_secret when_changed, the default; issue 40), and its digest kept: the
+    # next re-run is quiet again. (Every case of the decision: test_migration_credentials.py.)
     other, warnings = run_logic(migration, {"migrations": [dict(_base(state), remote_pass="changed-Pass-2")]})
-    assert other["results"][0]["credentials_not_sent"] == ["remote_pass"]
-    assert len(warnings) == 1 and "remote_pass is not the password last sent" in warnings[0], warnings
-    assert state in warnings[0] and "update_secret: always" in warnings[0]
-    assert "changed-Pass-2" not in json.dumps([other, warnings])
-
-    # Sent once with update_secret: always: the new digest is kept, and the next re-run is quiet again.
-    sent, warnings = run_logic(migration, dict(_base(state), remote_pass="changed-Pass-2", update_secret="always"))
-    assert sent["updated_fields"] == ["remote-pass"] and warnings == []
+    assert other["results"][0]["updated_fields"] == ["remote-pass"] and warnings == []
+    assert "changed-Pass-2" not in json.dumps(other)
     assert same_secret("changed-Pass-2", json.loads(open(state).read())["remote_pass_digest"])
     again, warnings = run_logic(migration, dict(_base(state), remote_pass="changed-Pass-2"))
     assert again["changed"] is False and warnings == []
