@@ -369,13 +369,16 @@ class BackupRun(object):
             return {"request_id": None} if any(r["backup_id"] not in before for r in _of_kind(records, kind)) else None
 
         word = KIND_WORDS[kind]
+        doubts = len(self.uncertain)
         answer = self.write("backup.create", send, happened, "%s backup of site %s" % (word, self.site),
                             "Creating a %s backup of site %s" % (word, self.site))
         if answer.get("quota"):
             stale = self.stale.get(kind) or []
             if not stale:
-                # Nothing listed, and yet the quota is reached: a backup is being made (an earlier run's, or one
-                # whose answer was lost): waited for like a new one.
+                # Nothing listed, and yet the quota is reached: a backup is being made (this task's, whose answer
+                # was lost, or an earlier run's): waited for like a new one.
+                if len(self.uncertain) > doubts:
+                    self.actions.append("create a %s backup" % word)
                 self.requests.append({"content": word, "request_id": None})
                 return
             if not self.params.get("replace_older"):
