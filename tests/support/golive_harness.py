@@ -2,6 +2,9 @@
 test_emulator_backups.py): one emulator per test module, started with short windows (so that reset keeps
 them), a TLS webhook receiver it delivers to, and small API helpers.
 
+A test module imports the fixtures: ``from golive_harness import gl, live  # noqa: F401``; ``live`` is
+the module's harness, ``gl`` the same after a reset with webhooks pointed at its receiver.
+
 Windows (seconds): domain and restore jobs queued 0.1 + running 0.3; SSL first attempt 0.1, retries 0.4 x 2^n;
 backups acknowledged 0.05, created 0.25, deleted 0.2, list lag 0.3; tickets 202 for 0.2.
 """
@@ -13,6 +16,7 @@ import ssl
 import threading
 import time
 
+import pytest
 import requests
 
 from launcher import start_emulator
@@ -129,3 +133,17 @@ class Live:
 
     def of(self, event):
         return [body for body in list(self.events) if body["event"] == event]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """One emulator (short windows) and receiver per test module."""
+    harness = Live(str(tmp_path_factory.mktemp("golive")))
+    yield harness
+    harness.stop()
+
+
+@pytest.fixture
+def gl(live):  # pylint: disable=redefined-outer-name
+    """The module's harness, reset, its webhooks signed and sent to the receiver."""
+    return live.fresh()

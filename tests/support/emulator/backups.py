@@ -388,8 +388,8 @@ class BackupEndpoints:
                 raise ApiError(409, "Site %s is not suspended with 503: set site meta suspended to 503 before a "
                                     "restore" % site["id"])
             ticket = self._new_ticket(site, "restore")
-            job_id = self._start_job("restore", site, extra={"fs": files["id"], "db": database["id"],
-                                                            "ticket": ticket["id"]})
+            extra = {"fs": files["id"], "db": database["id"], "ticket": ticket["id"]}
+            job_id = self._start_job("restore", site, extra=extra)
             site["status"] = "restoring"
             ids = [render_id(r["id"], self.variants["backup_id_form"]) for r in (files, database)]
             self._ticket_line(ticket, "Restore of site %s queued (job %s): files from backup %s, database from "

@@ -199,8 +199,8 @@ SUSPENDED = re.compile(r"[1-5][0-9][0-9]")
 def meta_write(key, value, removing=False):
     """Check a site-meta update (or remove); returns (where, value): ``meta`` or the record field to set."""
     if key in META_READ_ONLY:
-        raise FieldError("%s cannot be %s with site-meta: %s" % (key, "removed" if removing else "updated",
-                                                                  META_READ_ONLY[key]))
+        doing = "removed" if removing else "updated"
+        raise FieldError("%s cannot be %s with site-meta: %s" % (key, doing, META_READ_ONLY[key]))
     if not META_KEY.fullmatch(key):
         raise FieldError("Invalid meta key: %s" % key[:64])
     if key in META_FIELDS and removing:

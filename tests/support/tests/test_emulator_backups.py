@@ -4,27 +4,15 @@ on-demand-backup events, and every switch of section "Variants" that touches the
 
 import os
 import shutil
-import stat
 import time
 from datetime import datetime
 
 import pytest
 
-from golive_harness import HMAC_KEY, Live
+from file_tree import site_storage
+from golive_harness import HMAC_KEY, gl, live  # noqa: F401 pylint: disable=unused-import
 from launcher import start_emulator
 from webhook_harness import ref_digest, wait_for
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    harness = Live(str(tmp_path_factory.mktemp("golive-backups")))
-    yield harness
-    harness.stop()
-
-
-@pytest.fixture
-def gl(live):  # pylint: disable=redefined-outer-name
-    return live.fresh()
 
 
 # The Python SDK's models (rtCamp/wp-cloud-atomic-sdk atomic_sdk/models.py, main 86fe401): what
@@ -51,7 +39,7 @@ def created(gl, request_id):  # pylint: disable=redefined-outer-name
     def found(events):
         return [b for b in events if b["event"] == "on-demand-backup" and b["data"]["state"] == "created"
                 and b["data"]["atomic_backup_request_id"] == request_id]
-    return found(gl.wait_events(lambda ev: found(ev), what="created %s" % request_id))[0]["data"]
+    return found(gl.wait_events(found, what="created %s" % request_id))[0]["data"]
 
 
 def made(gl, site, kind):  # pylint: disable=redefined-outer-name
@@ -65,6 +53,7 @@ def backup_events(gl):  # pylint: disable=redefined-outer-name
 
 # --------------------------------------------------------------------------- create, list, info, events
 def test_create_is_fire_and_forget_then_acknowledged_created_listed(gl):
+    gl.emu.set_backups({"create": {"acknowledged": 0.05, "duration": 1.5}})   # the empty list read in time
     request = backup(gl, 1002, "fs")
     assert listed(gl) == []                         # not before the backup was made
     data = created(gl, request)
@@ -98,8 +87,8 @@ def test_create_refusals(gl):
     gl.refused(403, "POST", "on-demand-backup/create/1900/fs")
     gl.refused(405, "GET", "on-demand-backup/create/1002/fs")
     gl.emu.set_provisioning({"default": {"create": {"queued": 5, "duration": 5}}})
-    young = gl.ok("POST", "create-site/demo", {"domain_name": "young.example", "admin_user": "a",
-                                                "admin_email": "a@b.example"})["atomic_site_id"]
+    fields = {"domain_name": "young.example", "admin_user": "a", "admin_email": "a@b.example"}
+    young = gl.ok("POST", "create-site/demo", fields)["atomic_site_id"]
     assert "provisioning" in gl.refused(423, "POST", "on-demand-backup/create/%s/db" % young)
     # a migration run writing into the site: no copy of half its files
     gl.emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1, "hold": True}}})
@@ -194,7 +183,7 @@ def test_backup_listing_at_once_lists_before_created_but_restore_waits(gl):
 
 def test_backup_listing_lagging_lists_after_the_created_event(gl):
     gl.emu.set_variants(backup_listing="lagging")
-    gl.emu.set_backups({"list_lag": 1.5})
+    gl.emu.set_backups({"list_lag": 2.5})   # the event's delivery and the list read fit in it under load
     data = created(gl, backup(gl, 1002, "fs"))
     assert listed(gl) == []                  # the event came; the list does not show it yet
     gl.refused(404, "GET", "site-backup-info/demo/1002/%s" % data["atomic_backup_id"])
@@ -219,24 +208,6 @@ def test_backup_id_timestamp_and_request_answer_switches(gl):
 
 
 # --------------------------------------------------------------------------- restore
-def _tree(root):
-    """Everything a restore must bring back: each path's kind, mode, bytes or link target, file mtimes."""
-    result = {}
-    for base, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            info = os.lstat(path)
-            rel = os.path.relpath(path, root)
-            if stat.S_ISLNK(info.st_mode):
-                result[rel] = ("link", os.readlink(path))
-            elif stat.S_ISDIR(info.st_mode):
-                result[rel] = ("dir", stat.S_IMODE(info.st_mode))
-            else:
-                with open(path, "rb") as handle:
-                    result[rel] = ("file", stat.S_IMODE(info.st_mode), handle.read(), info.st_mtime_ns)
-    return result
-
-
 def _site_content(storage):
     files = os.path.join(storage, "files")
     shutil.rmtree(files, ignore_errors=True)
@@ -261,26 +232,29 @@ def _allow(gl, site, when=None, suspended="503"):  # pylint: disable=redefined-o
 def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     storage = gl.emu.site(1002)["storage"]
     _site_content(storage)
-    before_files, before_db = _tree(os.path.join(storage, "files")), open(os.path.join(storage, "db.sql"), "rb").read()
+    before = site_storage(storage)      # files (modes, symlink, mtimes) and the database's bytes
     fs_id, db_id = made(gl, 1002, "fs"), made(gl, 1002, "db")
     # the change: a (scripted) migration run overwrites the files and the database, as a refresh does
     gl.emu.set_executor({"default": {"run": {"outcome": "success", "duration": 0.1}}})
     mid = gl.ok("POST", "migration/create/1002", {"remote-host": "src.example", "remote-user": "u"})["migration-id"]
     gl.ok("POST", "migration/ready/%s" % mid)
     wait_for(lambda: gl.ok("GET", "migration/get/%s" % mid)["state"] == "migration-succeeded", 15, what="the run")
-    assert _tree(os.path.join(storage, "files")) != before_files
-    assert open(os.path.join(storage, "db.sql"), "rb").read() != before_db
+    changed = site_storage(storage)
+    assert changed["files"] != before["files"] and changed["db"] != before["db"]
     _allow(gl, 1002)
+    # a restore window long enough for the reads made inside it on a loaded machine
+    gl.emu.set_provisioning({"default": {"restore": {"queued": 2.0, "duration": 1.0}}})
     answer = gl.ok("POST", "restore-site/dest2.example", [("restore_from[]", fs_id), ("restore_from[]", db_id)])
     assert set(answer) == {"atomic_job_id", "response_ticket_id"}
     assert isinstance(answer["atomic_job_id"], int) and isinstance(answer["response_ticket_id"], str)
+    ticket = {"response-ticket-id": answer["response_ticket_id"]}
+    first = gl.call("POST", "response-ticket/get/summary", ticket)     # 202 for accept_delay, then running
+    assert first.status_code == 202 or first.json()["data"]["status"] == "running", first.text
     assert gl.emu.site(1002)["status"] == "restoring"
     for path, data in (("on-demand-backup/create/1002/fs", None), ("restore-site/1002", None),
                        ("on-demand-backup/delete/1002/%s" % fs_id, None),
                        ("update-site-domain/demo/1002/new.example", None), ("migration/preflight/%s" % mid, None)):
         assert gl.call("POST", path, data).status_code == 423, path
-    ticket = {"response-ticket-id": answer["response_ticket_id"]}
-    assert gl.call("POST", "response-ticket/get/summary", ticket).status_code == 202
     job = gl.ok("GET", "job-status/%s" % answer["atomic_job_id"])
     assert job["type"] == "restore-site" and job["data"]["atomic_site_id"] == 1002
     assert gl.wait_job(answer["atomic_job_id"])[-1] == "success"
@@ -288,16 +262,14 @@ def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     full = gl.ok("POST", "response-ticket/get/full", ticket)
     assert full["status"] == "success" and "Restore complete" in full["responses"][-1]["message"]
     assert "files from backup %s, database from backup %s" % (fs_id, db_id) in full["responses"][0]["message"]
-    # byte for byte: files (modes, symlink, mtimes) and database as the backups copied them
-    assert _tree(os.path.join(storage, "files")) == before_files
-    assert open(os.path.join(storage, "db.sql"), "rb").read() == before_db
+    assert site_storage(storage) == before      # byte for byte, as the backups copied them
     assert gl.ok("GET", "site-meta/1002/allow_restore/get") is None         # removed by the service
     assert gl.ok("GET", "site-meta/1002/suspended/get") == "503"            # stays until removed
     assert gl.emu.site(1002)["status"] == "active"
     events = gl.wait_events(lambda ev: any(b["event"] == "site_provisioned" for b in ev), what="site_provisioned")
     ends = [b for b in events if b["event"] in ("site_provisioned", "response_ticket_updated")]
-    assert [(b["event"], b["atomic_site_id"]) for b in ends][-2:] == [("site_provisioned", 1002),
-                                                                       ("response_ticket_updated", 1002)]
+    assert [(b["event"], b["atomic_site_id"]) for b in ends][-2:] == [
+        ("site_provisioned", 1002), ("response_ticket_updated", 1002)]
     assert ends[-1]["data"] == {"response-ticket-id": answer["response_ticket_id"], "status": "success",
                                 "operation": "restore"}
     # the backups are still there (a restore does not consume them)

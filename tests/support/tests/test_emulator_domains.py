@@ -7,20 +7,8 @@ import time
 
 import pytest
 
-from golive_harness import HMAC_KEY, Live
+from golive_harness import HMAC_KEY, gl, live  # noqa: F401 pylint: disable=unused-import
 from webhook_harness import ref_digest, wait_for
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    harness = Live(str(tmp_path_factory.mktemp("golive-domains")))
-    yield harness
-    harness.stop()
-
-
-@pytest.fixture
-def gl(live):  # pylint: disable=redefined-outer-name
-    return live.fresh()
 
 
 def signed_ok(body):
@@ -103,8 +91,8 @@ def test_switch_refusals(gl):
     gl.refused(403, "POST", "update-site-domain/acme/1002/new.example")      # another client's name
     gl.refused(405, "GET", "update-site-domain/demo/1002/new.example")
     gl.emu.set_provisioning({"default": {"create": {"queued": 5, "duration": 5}}})
-    site = gl.ok("POST", "create-site/demo", {"domain_name": "young.example", "admin_user": "a",
-                                               "admin_email": "a@b.example"})["atomic_site_id"]
+    fields = {"domain_name": "young.example", "admin_user": "a", "admin_email": "a@b.example"}
+    site = gl.ok("POST", "create-site/demo", fields)["atomic_site_id"]
     assert "provisioning" in gl.refused(423, "POST", "update-site-domain/demo/%s/new.example" % site)
     assert gl.ok("GET", "get-site/1002")["domain_name"] == "dest2.example"
     assert domain_events(gl) == []
