@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: site_backup
 short_description: Back up a WP Cloud site on demand, list, delete its backups, or restore it from two of them
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - With O(state=present), makes sure the site has an on-demand backup of its files, its database or both
     (O(type)), and waits until each exists. A backup exists once the service lists it; the service has nothing

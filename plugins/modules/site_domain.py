@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: site_domain
 short_description: Declare a WP Cloud site's primary domain and its aliases (the cutover to a production domain)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Makes O(domain) the site's primary domain, keeping the old one as an alias or releasing it
     (O(keep_old_domain)), and makes O(aliases) present, absent, or exactly the site's aliases (O(aliases_state)).

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: site_domain_info
 short_description: Read a WP Cloud site's domains, their certificates, and the DNS records to set before a cutover
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads the site's primary domain and its aliases, the state of each domain's certificate (issued, pending,
     failed) and, for each domain without a certificate yet, the A records the service suggests for it.
