@@ -88,7 +88,7 @@ options:
         restored copy first; lift it later by removing the site meta C(suspended).
       - With the default the suspension is lifted once the restore has succeeded, also when the site was suspended
         before the task (RV(suspended_before)). After a failed restore the suspension this task set is lifted either
-        way: the service leaves the site as it was.
+        way, as the service leaves the site as it was.
     type: bool
     default: false
   sites:

@@ -18,9 +18,9 @@ description:
     Aliases change at once; the primary domain changes through the service's job, which the module waits for
     (O(wait)) with progress lines. A switch is sent after the alias changes.
   - Before any write, every domain the task would attach is checked with the service (C(check-can-host-domain)). A
-    domain held elsewhere is refused with the TXT record that claims it (RV(dns_records)): publish it and run again.
+    domain held elsewhere is refused with the TXT record that claims it (RV(dns_records)); publish it and run again.
   - Returns every domain of the site with the state of its certificate (RV(domains[].ssl)) and, for each domain
-    without a certificate yet, the DNS records to set (RV(dns_records)): the A records the service suggests for it.
+    without a certificate yet, the DNS records to set (RV(dns_records)), the A records the service suggests for it.
   - Domains are normalised before any call (lower case, no trailing dot, an internationalised name in its ASCII
     form C(xn--...)); a URL, a path, a port, a wildcard or an IP address is refused, naming the option.
   - A switch or alias change whose answer was lost (reset, timeout, 5xx) is resolved by reading the site, its aliases

@@ -13,7 +13,7 @@ version_added: 0.1.0
 description:
   - Reads the site's primary domain and its aliases, the state of each domain's certificate (issued, pending,
     failed) and, for each domain without a certificate yet, the A records the service suggests for it.
-  - With O(domains), also previews domains the site does not hold yet (the production domain before the switch):
+  - With O(domains), also previews domains the site does not hold yet (the production domain before the switch) -
     the A records to set for each and, when the service says the domain is used elsewhere, the TXT record that lets
     this account claim it. So a partner can print what to put in DNS before the switch.
   - With O(sites), reads many sites in one task, 16 at a time on one connection.
