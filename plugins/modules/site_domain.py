@@ -333,7 +333,7 @@ api_load:
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain import run_domain as run_logic
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain_switch import run_domain as run_logic
 
 _ONE_SITE = dict(
     site=dict(type="str"),

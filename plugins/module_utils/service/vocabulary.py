@@ -214,6 +214,7 @@ SUSPENDED = "suspended"
 SUSPENDED_FOR_RESTORE = "503"
 META_VALUE = "value"
 RESTORE_JOB_FIELDS = ("atomic_job_id", JOB_ID_FIELD)
+RESTORE_JOB_TYPE = "restore-site"
 RESTORE_TICKET_FIELD = "response_ticket_id"
 # A restore refused because a backup is listed but not ready yet (a service that lists a backup as soon as create
 # answers): the restore is sent again while the wait lasts. Matched in the service's message, any case.
