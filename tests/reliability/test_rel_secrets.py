@@ -385,8 +385,8 @@ def test_going_live_modules_leak_nothing(emu, canaries, rel_dir):
     results = {r["task"]["name"]: r for r in run.results() if not r["event"].startswith("item")}
     failed = sorted(n for n, r in results.items() if r["event"] == "failed_ignored")
     assert failed == sorted(n for n in results if "FAIL" in n), failed
-    assert [u["outcome"] for u in results["RESOLVED: cut over, the alias add's answer lost and the switch answered "
-                                           "503"]["result"]["uncertain"]] == ["happened", "repeated"]
+    cutover = results["RESOLVED: cut over, the alias add's answer lost and the switch answered 503"]["result"]
+    assert [u["outcome"] for u in cutover["uncertain"]] == ["happened", "repeated"]
     assert results["RESOLVED: back up, the files backup answered 503"]["result"]["uncertain"][0]["write"] == \
         "backup.create"
     status, body = emu.api("get-site/%d" % site)        # the site's credentials, as the service returns them

@@ -369,9 +369,8 @@ class BackupRun(RestoreSteps):
                 raise ModuleFailure(
                     "The service's quota of on-demand %s backups of site %s is reached (the service says: %s). Backup "
                     "%s, taken %s, is older than max_age. Set replace_older: true to replace it with a new one, or "
-                    "delete it first (state=absent, backup_ids: [%s])." % (word, self.site, answer["quota"],
-                                                                          old["backup_id"], old["taken"],
-                                                                          old["backup_id"]))
+                    "delete it first (state=absent, backup_ids: [%s])."
+                    % (word, self.site, answer["quota"], old["backup_id"], old["taken"], old["backup_id"]))
             self.delete_now(client, stale[0])
             self.stale[kind] = stale[1:]
             return self.create(client, kind)
@@ -388,9 +387,8 @@ class BackupRun(RestoreSteps):
                poll_max_interval=options["poll_max_interval"])
         if not gone.met:
             raise ModuleFailure("Backup %s of site %s was still listed when wait_timeout=%ss ran out after its deletion "
-                                "was requested; run the task again." % (record["backup_id"], self.site,
-                                                                       self.params["wait_timeout"]),
-                                timed_out=True)
+                                "was requested; run the task again."
+                                % (record["backup_id"], self.site, self.params["wait_timeout"]), timed_out=True)
 
     # -- state=absent: the given on-demand backups (else every one of the kinds) deleted
     def prepare_absent(self, client):
@@ -470,10 +468,10 @@ class BackupRun(RestoreSteps):
 
     def timeout_message(self, item):
         if self.params["state"] == "present":
+            kinds = " and ".join(KIND_WORDS[kind] for kind, before in self.waiting)
             return ("The %s backup of site %s was not listed when wait_timeout=%ss ran out. The service does not report a "
                     "failed backup: it never appears. Run the task again (it finds the backup once listed), or wait for "
-                    "the on-demand-backup event." % (" and ".join(KIND_WORDS[k] for k, b in self.waiting), self.site,
-                                                    self.params["wait_timeout"]))
+                    "the on-demand-backup event." % (kinds, self.site, self.params["wait_timeout"]))
         return ("The deleted backups of site %s were still listed when wait_timeout=%ss ran out; run the task again."
                 % (self.site, self.params["wait_timeout"]))
 

@@ -77,9 +77,8 @@ def domain_name(value, option):
                             % (option, shown, fix))
     for mark, what in (("/", "a path"), ("@", "user information"), (":", "a port")):
         if mark in text:
-            host = text.split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
-            raise ModuleFailure("%s must be a host name without %s (%s): give %s." % (option, what, shown,
-                                                                                     host or "the host name alone"))
+            host = text.split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0] or "the host name alone"
+            raise ModuleFailure("%s must be a host name without %s (%s): give %s." % (option, what, shown, host))
     if "*" in text:
         raise ModuleFailure("%s must be one host name, not a wildcard (%s): the service attaches each domain, and "
                             "issues its certificate, by name; list every host name." % (option, shown))
@@ -130,8 +129,8 @@ def domain_list(values, option, forbidden=None):
     for value in values:
         name = domain_name(value, option)
         if name in names:
-            raise ModuleFailure("%s lists %s twice (once written as %r): give each domain once." % (option, name,
-                                                                                                  str(value)))
+            written = str(value)
+            raise ModuleFailure("%s lists %s twice (once written as %r): give each domain once." % (option, name, written))
         if forbidden and name == forbidden[0]:
             raise ModuleFailure(forbidden[1] % name)
         names.append(name)

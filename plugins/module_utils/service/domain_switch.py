@@ -83,8 +83,8 @@ def _action(operation, domain):
 
 
 def _switch_action(old, new, keep):
-    return "switch the primary domain %s -> %s (%s)" % (old, new, "the old one kept as an alias" if keep else
-                                                       "the old one released")
+    what = "the old one kept as an alias" if keep else "the old one released"
+    return "switch the primary domain %s -> %s (%s)" % (old, new, what)
 
 
 # -- site_domain -------------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ def test_domains_certificates_and_the_records_to_set(live, run_logic):
     primary, alias = result["domains"]
     assert (primary["role"], primary["ssl"], primary["dns_records"]) == ("primary", "issued", [])
     assert primary["ssl_detail"]["ca_provider"] == "letsencrypt" and primary["ssl_detail"]["certificate_id"]
-    assert (alias["ssl"], alias["ssl_detail"]["failcount"], alias["ssl_detail"]["reason"]) == ("failed", 1,
-                                                                                              "not hosted here")
+    detail = alias["ssl_detail"]
+    assert (alias["ssl"], detail["failcount"], detail["reason"]) == ("failed", 1, "not hosted here")
     assert result["dns_records"] == alias["dns_records"] == [
         {"type": "A", "name": "www.staging.example", "value": "192.0.2.29"},
         {"type": "A", "name": "www.staging.example", "value": "192.0.2.99"}]
