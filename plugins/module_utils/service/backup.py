@@ -22,17 +22,16 @@ import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_site, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import (
-    list_result,
-    run_for_each,
-    with_api_load,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain import ServicePath, client_name, find_site
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import Polled, follow, progress_for
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import Polled, follow
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.restore import RestoreSteps
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import Job, poll_job
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.rounds import (
+    SiteRun,
+    elements_of,
+    run_rounds,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     AUTOMATIC_TYPES,
     BACKUP_ID,
@@ -200,56 +199,19 @@ def _run_backup(params, ctx):
     if params.get("sites") is None:
         runs = [BackupRun(params, name, ctx)]
     else:
-        elements = [dict(params, sites=None, **dict((k, v) for k, v in element.items() if v is not None))
-                    for element in params["sites"]]
-        sites = [str(e.get("site") or "").strip().lower() for e in elements]
-        twice = sorted(set(s for s in sites if s and sites.count(s) > 1))
-        if twice:
-            raise ModuleFailure("sites lists site %s twice: give each site once." % twice[0])
+        elements = elements_of(params)
         runs = [BackupRun(element, name, ctx) for element in elements]
-    ctx.client()
-    # As site_domain: every site prepared (read, checked, its writes sent), the waits of all of them in one poller
-    # run, then each site's result.
-    results = run_for_each(runs, lambda run: run.prepare())
-    live = [run for run, result in zip(runs, results) if not result["failed"]]
-    timed_out = _wait(live, params, ctx)
-    finished = run_for_each(live, lambda run: run.finish(timed_out))
-    finished.reverse()
-    results = [finished.pop() if not result["failed"] else result for result in results]
-    if params.get("sites") is None:
-        result = results[0]
-        if result.pop("failed"):
-            raise ModuleFailure(result.pop("msg"), **result)
-        return result
-    for run, result in zip(runs, results):
-        result.setdefault("site", run.params.get("site"))
-    return list_result(results, "sites", lambda r: "site %s" % r["site"])
+    return run_rounds(params, ctx, runs, "site_backup")
 
 
-def _wait(runs, params, ctx):
-    items = [item for run in runs for item in run.waits]
-    if not items:
-        return False
-    options = wait_options(params)
-    client = ctx.client()
-    return follow(items, lambda item: poll_job(client, item) if isinstance(item, Job) else item.poll(client),
-                  options["wait_timeout"], options["poll_interval"], progress=progress_for("site_backup", params, ctx),
-                  poll_max_interval=options["poll_max_interval"])
-
-
-class BackupRun(RestoreSteps):
+class BackupRun(RestoreSteps, SiteRun):
     """One site of a site_backup task: prepare (read, check, the writes that start the work), then finish (what the
     waits found, the suspension lifted after a restore, the list as it is)."""
 
     def __init__(self, params, name, ctx):
-        self.params = params
-        self.client_name = name
-        self.ctx = ctx
-        self.waits = []
-        self.actions = []
-        self.uncertain = []
-        self.result = None
+        super(BackupRun, self).__init__(params, name, ctx)
         self.path = None
+        self.site = self.kinds = self.max_age = self.ids = self.records = None
 
     # -- round 1
     def prepare(self):
@@ -272,17 +234,8 @@ class BackupRun(RestoreSteps):
         try:
             getattr(self, "prepare_" + state)(client)
         except ModuleFailure as failure:
-            failure.details.update(changed=bool(self.actions), actions=list(self.actions), site_id=site_id)
-            if self.uncertain:
-                failure.details["uncertain"] = self.uncertain + failure.details.get("uncertain", [])
-            raise
+            raise self.writing(failure, site_id=site_id)
         return self.result
-
-    def write(self, operation, send, happened, what, failing):
-        holder = {}
-        outcome = module_write(operation, send, happened, what, failing, holder)
-        self.uncertain.extend(holder.get("uncertain", []))
-        return outcome
 
     def shown(self, records):
         """The backups the result shows: those of the kinds ``type`` names."""

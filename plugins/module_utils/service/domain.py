@@ -29,6 +29,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context im
     with_api_load,
 )
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.rounds import elements_of
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import read_site
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     ALIAS_DOMAINS,
@@ -318,9 +319,7 @@ def run_info(params, ctx):
 def _run_info(params, ctx):
     name = client_name(params)
     if params.get("sites") is not None:
-        elements = [dict(params, sites=None, **dict((k, v) for k, v in element.items() if v is not None))
-                    for element in params["sites"]]
-        refuse_twice([str(e.get("site") or "").strip().lower() for e in elements], "site")
+        elements = elements_of(params)
         ctx.client()
         results = run_for_each(elements, lambda element: _info_one(ctx.client(), name, element))
         for element, result in zip(elements, results):
@@ -340,9 +339,3 @@ def _info_one(client, name, params):
                 and domain not in aliases]
     return dict(changed=False, site=site, site_id=site_id, domain=primary, aliases=sorted(aliases), domains=entries,
                 dns_records=flat_records(entries))
-
-
-def refuse_twice(values, what):
-    twice = sorted(set(v for v in values if v and values.count(v) > 1))
-    if twice:
-        raise ModuleFailure("sites lists %s %s twice: give each site once." % (what, twice[0]))

@@ -19,13 +19,8 @@ import time
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import validate_site, wait_options
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import (
-    list_result,
-    run_for_each,
-    with_api_load,
-)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import with_api_load
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure, api_failure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.uncertain_writes import module_write
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain import (
     ALIAS,
     PRIMARY,
@@ -40,11 +35,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain imp
     hosting_refusal,
     read_aliases,
     read_ssl,
-    refuse_twice,
     txt_record,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.poller import follow, progress_for
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import Job, job_outcome, poll_job, recent_jobs
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.rounds import (
+    SiteRun,
+    elements_of,
+    run_rounds,
+)
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import Job, job_outcome, recent_jobs
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     DOMAIN_JOB_TYPE,
     JOB_DOMAIN_FIELD,
@@ -99,29 +97,10 @@ def _run_domain(params, ctx):
     if params.get("sites") is None:
         runs = [DomainRun(params, name, ctx)]
     else:
-        elements = [dict(params, sites=None, **dict((k, v) for k, v in element.items() if v is not None))
-                    for element in params["sites"]]
-        refuse_twice([str(e.get("site") or "").strip().lower() for e in elements], "site")
+        elements = elements_of(params)
         runs = [DomainRun(element, name, ctx) for element in elements]
         _refuse_shared_domains(runs)
-    ctx.client()        # a connection problem fails the task once, not each site
-    # Three rounds: each site read, checked and written up to the start of its switch; every switch's job followed
-    # in one wait (a fleet's switches end within one poll gap of the last one); each site's domains read.
-    results = run_for_each(runs, lambda run: run.prepare())
-    jobs = [run.job for run, result in zip(runs, results) if not result["failed"] and run.job is not None]
-    timed_out = _wait_jobs(jobs, params, ctx) if jobs else False
-    finished = run_for_each([run for run, result in zip(runs, results) if not result["failed"]],
-                            lambda run: run.finish(timed_out))
-    finished.reverse()
-    results = [finished.pop() if not result["failed"] else result for result in results]
-    if params.get("sites") is None:
-        result = results[0]
-        if result.pop("failed"):
-            raise ModuleFailure(result.pop("msg"), **result)
-        return result
-    for run, result in zip(runs, results):
-        result.setdefault("site", run.params.get("site"))
-    return list_result(results, "sites", lambda r: "site %s" % r["site"])
+    return run_rounds(params, ctx, runs, "site_domain")
 
 
 def _refuse_shared_domains(runs):
@@ -139,29 +118,18 @@ def _refuse_shared_domains(runs):
             seen[domain] = run.params.get("site")
 
 
-def _wait_jobs(jobs, params, ctx):
-    options = wait_options(params)
-    client = ctx.client()
-    return follow(jobs, lambda job: poll_job(client, job), options["wait_timeout"], options["poll_interval"],
-                  progress=progress_for("site_domain", params, ctx), poll_max_interval=options["poll_max_interval"])
-
-
-class DomainRun(object):
+class DomainRun(SiteRun):
     """One site of a site_domain task: prepare (read, check, plan, alias writes, the switch sent), then finish (the
     switch's outcome, the domains and their certificates read, failed certificates retried)."""
 
     def __init__(self, params, name, ctx):
-        self.params = params
-        self.client_name = name
-        self.ctx = ctx
+        super(DomainRun, self).__init__(params, name, ctx)
         self.job = None
-        self.result = None
         self.path = None
         self.aliases = []
         self.primary = None
         self.want = None
-        self.actions = []
-        self.uncertain = []
+        self.target = None
 
     # -- options, checked before any call
     def declared(self):
@@ -211,7 +179,7 @@ class DomainRun(object):
         if plan["switch"]:
             self.result.update(previous_domain=self.primary, keep_old_domain=plan["keep"])
         self.refuse_unattachable(client, plan)
-        self.plan_ = plan
+        self.target = plan
         if self.ctx.check_mode:
             self.result.update(domain=plan["primary"], aliases=sorted(plan["aliases"]),
                                domain_switch=SWITCHED if plan["switch"] else SWITCH_NONE)
@@ -224,10 +192,7 @@ class DomainRun(object):
             if plan["switch"]:
                 self.switch(client, plan["keep"])
         except ModuleFailure as failure:
-            failure.details.update(changed=bool(self.actions), actions=list(self.actions), site_id=site_id)
-            if self.uncertain:
-                failure.details["uncertain"] = self.uncertain + failure.details.get("uncertain", [])
-            raise
+            raise self.writing(failure, site_id=site_id)
         return self.result
 
     def plan(self):
@@ -330,14 +295,9 @@ class DomainRun(object):
             self.switched()
         elif self.params["wait"]:
             self.job = Job(answer["job_id"], time.monotonic())
+            self.waits.append(self.job)
         else:
             self.result["domain_switch"] = SWITCH_STARTED
-
-    def write(self, operation, send, happened, what, failing):
-        holder = {}
-        outcome = module_write(operation, send, happened, what, failing, holder)
-        self.uncertain.extend(holder.get("uncertain", []))
-        return outcome
 
     def switched(self):
         self.primary = self.path.primary = self.want
@@ -346,6 +306,8 @@ class DomainRun(object):
     # -- round 3
     def finish(self, timed_out):
         client, result = self.ctx.client(), self.result
+        if self.uncertain:
+            result["uncertain"] = self.uncertain
         if self.job is not None:
             self.followed(timed_out)
             self.switched()
@@ -359,8 +321,6 @@ class DomainRun(object):
             if self.params.get("ssl_retry"):
                 self.retry_failed(client, entries)
             result.update(aliases=sorted(self.aliases), actions=self.actions, changed=bool(self.actions))
-        if self.uncertain:
-            result["uncertain"] = self.uncertain
         result.update(domains=entries, dns_records=flat_records(entries))
         return result
 
@@ -384,7 +344,7 @@ class DomainRun(object):
     def predicted(self, client):
         """Check mode: the domains the site would hold, those it holds read, the others as a new domain starts
         (its certificate pending, the A records to set)."""
-        plan, entries = self.plan_, []
+        plan, entries = self.target, []
         held = set([self.primary] + self.aliases)
         for domain, role in [(plan["primary"], PRIMARY)] + [(alias, ALIAS) for alias in plan["aliases"]]:
             if domain in held:
