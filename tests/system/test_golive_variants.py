@@ -17,6 +17,7 @@ import pytest
 import variants
 
 from playbooks import emulator_vars, run_playbook
+from test_module_execution import PLAY
 
 # Which switches are the going-live ones: those after job_words in the emulator's table.
 GOING_LIVE = list(variants.SWITCHES)[list(variants.SWITCHES).index("job_words") + 1:]
@@ -50,15 +51,7 @@ MARK = """
       register: {name}
 """
 
-PLAYBOOK = """
-- hosts: localhost
-  gather_facts: false
-  module_defaults:
-    group/wpcloud.hosting.all:
-      api_url: "{{ wpcloud_api_url }}"
-      api_key: "{{ wpcloud_api_key }}"
-      ca_path: "{{ wpcloud_ca_path }}"
-  tasks:
+PLAYBOOK = PLAY + """
     - name: Preview the production domain's DNS records
       wpcloud.hosting.site_domain_info: {client: "{{ wpcloud_client }}", site: "{{ site }}", domains: ["{{ prod }}"]}
       register: preview
