@@ -417,7 +417,10 @@ class BackupRun(RestoreSteps, SiteRun):
         return result
 
     def details(self):
-        return dict(self.result, changed=bool(self.actions), actions=self.actions)
+        """The result so far as a failure's details: changed when a write was made, the actions made."""
+        details = dict(self.result)
+        details.update(changed=bool(self.actions), actions=self.actions)
+        return details
 
     def timeout_message(self, item):
         if self.params["state"] == "present":

@@ -329,7 +329,8 @@ class DomainRun(SiteRun):
         entry = job.as_result(time.monotonic())
         result["job"] = entry
         what = "switch of site %s to %s" % (self.site, self.want)
-        details = dict(result, job=entry, changed=True, actions=self.actions)
+        details = dict(result)
+        details.update(job=entry, changed=True, actions=self.actions)
         if job.error:
             raise ModuleFailure("Waiting for job %s (%s) failed: %s" % (job.job_id, what, job.error), **details)
         if job.outcome == JOB_FAILURE:

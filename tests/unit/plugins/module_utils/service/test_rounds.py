@@ -75,7 +75,7 @@ def rounds(sites, fake_time):
 def test_every_wait_in_one_poller_run(fake_time):
     result, log = rounds(["1", "2", "3"], fake_time)
     assert [r["polls"] for r in result["results"]] == [3, 3, 3] and result["failed_count"] == 0
-    rounds_at = sorted(set(when for _, _, when in log))
+    rounds_at = sorted(set(entry[2] for entry in log))
     assert len(rounds_at) == 3 and len(log) == 9          # three rounds, every wait polled in each
 
 
