@@ -303,6 +303,111 @@ def test_site_modules_leak_neither_the_admin_password_nor_the_sites_credentials(
     _assert_clean([out, emu.workdir], canaries, "site modules")
 
 
+GOLIVE_PLAY = r"""
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ rel_api_url }}"
+      api_key: "{{ canary_api_key }}"
+      ca_path: "{{ rel_ca_path }}"
+  tasks:
+    - name: Preview the DNS records
+      wpcloud.hosting.site_domain_info: {client: "{{ rel_client }}", site: "{{ rel_site }}", domains: [leak-live.example, hosted-elsewhere.example]}
+    - name: Cut over in check mode
+      wpcloud.hosting.site_domain: &cutover
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        domain: leak-live.example
+        keep_old_domain: true
+        aliases: [www.leak-live.example]
+        poll_interval: 1
+      check_mode: true
+    - name: "RESOLVED: cut over, the alias add's answer lost and the switch answered 503"
+      wpcloud.hosting.site_domain: *cutover
+      register: cutover
+    - name: "FAIL: a domain held elsewhere"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", aliases: [hosted-elsewhere.example]}
+      ignore_errors: true
+    - name: "FAIL: a URL for a domain"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", domain: "https://leak-live.example/"}
+      ignore_errors: true
+    - name: "RESOLVED: back up, the files backup answered 503"
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", poll_interval: 1}
+      register: backup
+    - name: "FAIL: a restore without confirmation"
+      wpcloud.hosting.site_backup:
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        state: restored
+        backup_ids: "{{ backup.backup_ids }}"
+      ignore_errors: true
+    - name: Restore, diff
+      wpcloud.hosting.site_backup:
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        state: restored
+        backup_ids: "{{ backup.backup_ids }}"
+        confirm_overwrite: true
+        poll_interval: 1
+      diff: true
+    - name: Read the backups as a classic module process
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", state: listed}
+      vars:
+        wpcloud_hosting_execution: module
+    - name: Read the domains as a classic module process
+      wpcloud.hosting.site_domain_info: {client: "{{ rel_client }}", site: "{{ rel_site }}"}
+      vars:
+        wpcloud_hosting_execution: module
+    - name: "FAIL: a refused key, as a classic module process"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", aliases: [x.leak-live.example], api_key: "wrong-{{ canary_api_key }}"}
+      vars:
+        wpcloud_hosting_execution: module
+      ignore_errors: true
+    - name: Delete the backups
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", state: absent}
+"""
+
+
+def test_going_live_modules_leak_nothing(emu, canaries, rel_dir):
+    """site_domain, site_domain_info and site_backup (issue 37) at -vvvv with --diff, through success, failure and
+    resolved-write paths, in the controller and as classic module processes: neither the API key nor the site's
+    credentials (get-site returns them; the modules read the site) appear anywhere."""
+    out = rel_dir / "out" / "secrets-golive"
+    out.mkdir(parents=True)
+    inputs = rel_dir / "inputs" / "secrets-golive.json"
+    inputs.write_text(json.dumps(_canary_vars(canaries)))
+    site = _site(emu)
+    emu.set_provisioning({"default": {"domain": {"queued": 0.1, "duration": 0.3},
+                                      "restore": {"queued": 0.1, "duration": 0.3}}})
+    emu.set_backups({"create": {"acknowledged": 0.05, "duration": 0.3}, "list_lag": 0.3})
+    emu.set_faults([{"endpoint": "site.alias_add", "reset": "after", "count": 1},
+                    {"endpoint": "site.update_domain", "status": 503, "count": 1},
+                    {"endpoint": "backup.create", "status": 503, "count": 1}])
+    playbook = rel_dir / "secrets_golive.yml"
+    playbook.write_text(GOLIVE_PLAY)
+    variables = {"rel_api_url": emu.url, "rel_ca_path": emu.ca_path, "rel_client": emu.client, "rel_site": str(site)}
+    run = rs.run_playbook(rel_dir, out, "golive", playbook, rs.localhost_inventory(rel_dir),
+                          args=["-e", json.dumps(variables), "-e", "@%s" % inputs, "--diff"],
+                          env={"ANSIBLE_INJECT_INVOCATION": "true"})
+    assert run.proc.returncode == 0, run.explain()
+    rs.dump_request_log(emu, out, "golive")
+    results = {r["task"]["name"]: r for r in run.results() if not r["event"].startswith("item")}
+    failed = sorted(n for n, r in results.items() if r["event"] == "failed_ignored")
+    assert failed == sorted(n for n in results if "FAIL" in n), failed
+    cutover = results["RESOLVED: cut over, the alias add's answer lost and the switch answered 503"]["result"]
+    assert [u["outcome"] for u in cutover["uncertain"]] == ["happened", "repeated"]
+    assert results["RESOLVED: back up, the files backup answered 503"]["result"]["uncertain"][0]["write"] == \
+        "backup.create"
+    status, body = emu.api("get-site/%d" % site)        # the site's credentials, as the service returns them
+    credentials = [str(body["data"][k]) for k in ("db_pass", "smtp_pass", "site_api_key") if body["data"].get(k)]
+    assert status == 200 and len(credentials) == 3
+    for path in rs.iter_files([out]):
+        text = path.read_bytes()
+        assert not [c for c in credentials if c.encode() in text], path
+    _assert_clean([out, emu.workdir], canaries, "going-live modules")
+
+
 def test_configure_webhooks_playbook_with_faults_leaks_nothing(emu, canaries, rel_dir):
     out = rel_dir / "out" / "secrets-configure-webhooks"
     out.mkdir(parents=True)
