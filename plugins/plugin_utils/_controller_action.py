@@ -37,7 +37,11 @@ from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values as spec_no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import (
+    no_log_values as spec_no_log_values,
+    short_no_log_options,
+    short_secret_warning,
+)
 
 display = Display()
 
@@ -179,6 +183,9 @@ class ControllerModuleAction(_ControllerAction):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
+        if not validation.error_messages:
+            for name in short_no_log_options(module_file.MODULE_SPEC["argument_spec"], params):
+                ctx.warn(short_secret_warning(name))
         outcome = _logic_outcome(fqcn, module_file.run_logic, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
