@@ -17,7 +17,7 @@ from ansible.errors import AnsibleError
 from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.action.site import would_create
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import Secrets, short_secret_warnings
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import API_ARGUMENT_SPEC
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action import (
@@ -25,9 +25,15 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils._controller_action
     run_in_controller,
 )
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.fleet_variables import play_hosts, read_fleet_variables
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.module_defaults import (
+    action_groups,
+    defaults_for,
+    play_module_defaults,
+)
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import connection as role_connection
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.setup_phase import (
     CHECK_STEP,
-    role_secrets,
+    role_secrets_by_variable,
     set_up,
 )
 
@@ -54,6 +60,17 @@ def phase_result(steps, diff):
 class ActionModule(ControllerOnlyAction):
     MODULE = "site_migration_setup"
 
+    def _play_connection(self, inputs, hosts, task_vars):
+        """The role's connection (plugins/plugin_utils/site_migration/connection.py): the task's own connection
+        options are those module_defaults did not give it."""
+        defaults = play_module_defaults(self._task, self._templar, task_vars.get("omit"))
+        groups = action_groups(self._task)
+        own, _entries = defaults_for(role_connection.fqcn(self.MODULE), defaults, groups)
+        args = dict(self._task.args)
+        task_options = dict((k, args[k]) for k in API_ARGUMENT_SPEC
+                            if args.get(k) is not None and (k not in own or own[k] != args[k]))
+        return role_connection.resolve(inputs, hosts, defaults, groups, task_options)
+
     def run_validated(self, result, params, no_log_values, task_vars):
         spec = params["argument_spec"]
         hosts = play_hosts(task_vars, params["hosts"])
@@ -71,26 +88,44 @@ class ActionModule(ControllerOnlyAction):
             result.update(failed=True, msg="site_migration_setup: host %r is not in the inventory (hosts)"
                                            % missing.args[0])
             return result
-        credentials = role_secrets(inputs, spec)
-        secrets = Secrets(set(no_log_values) | credentials)
-        connection = dict((k, params[k]) for k in API_ARGUMENT_SPEC if params.get(k) is not None)
+        by_variable = role_secrets_by_variable(inputs, spec)
+        secrets = Secrets(set(no_log_values).union(*by_variable.values()))
         host = task_vars.get("inventory_hostname")
         diff = bool(self._task.diff)
+        try:
+            connection = self._play_connection(inputs, hosts, task_vars)
+        except AnsibleError as error:
+            result.update(failed=True, msg=secrets.mask("site_migration_setup: the play's module_defaults: %s" % error))
+            return result
+        keys = connection.api_keys()
+        for key in keys:
+            secrets.add(key)
+        display.v(secrets.mask("[%s] %s" % (host, connection.describe())))
 
         def progress(line):
             display.display(secrets.mask("[%s] %s" % (host, line)))
 
         def call(module, args, check_mode, by_field):
-            return run_in_controller(module, dict(connection, **args), check_mode=check_mode, diff=diff,
-                                     progress=progress, by_field=by_field)
+            return run_in_controller(module, dict(connection.args_for(module), **args), check_mode=check_mode,
+                                     diff=diff, progress=progress, by_field=by_field)
 
         try:
             fleet, steps = set_up(inputs, hosts, spec, call, task_vars.get("hostvars"), bool(self._task.check_mode),
-                                  progress)
+                                  progress, connection.problems)
         except AnsibleError as error:
             result.update(failed=True, msg=secrets.mask("site_migration_setup: %s" % error))
             return result
+        if not connection.problems:
+            # A step's message names the connection option it is about by where the role took it from (the
+            # connection's own problems, which stop every site before any step, say that themselves).
+            for entry in fleet:
+                if entry.get("message"):
+                    entry["message"] = connection.words(entry["message"])
         changed, warnings, diffs, summary = phase_result(steps, diff)
+        if keys and connection.source("api_key") != role_connection.VARIABLE:
+            label = connection.label("api_key")
+            by_variable[label if label.startswith("WPCLOUD_") else "api_key (%s)" % label] = keys
+        warnings = short_secret_warnings(by_variable) + warnings
         outcome = {"changed": changed, "steps": summary}
         if warnings:
             outcome["warnings"] = warnings
@@ -105,8 +140,8 @@ class ActionModule(ControllerOnlyAction):
         # Holds no credential by construction (the line-up resolves none; the steps' results come masked), and
         # is not masked again: a credential that reads like a port or an ID would replace that value.
         result["fleet"] = fleet
-        if credentials:
-            # As the role's steps had no_log when their arguments held a credential: the result holds none,
+        if set(by_variable) - set(["wpcloud_api_key"]) - set(n for n in by_variable if n.startswith(("api_key", "WPCLOUD_"))):
+            # As the role's steps had no_log when their arguments held a site's credential: the result holds none,
             # and is not shown either (without one, the diffs of --diff are).
             result["_ansible_no_log"] = True
         return result
