@@ -35,26 +35,24 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.set
     CHECK_STEP,
     role_secrets_by_variable,
     set_up,
+    site_diffs,
 )
 
 display = Display()
 
 
-def phase_result(steps, diff):
-    """changed, warnings (each once, in order), diffs and the steps' summary, from the steps' results."""
-    changed, warnings, diffs, summary = False, [], [], {}
+def phase_result(steps, fleet, diff):
+    """changed, warnings (each once, in order), diffs (one per site) and the steps' summary, from the steps' results."""
+    changed, warnings, summary = False, [], {}
     for step, ran in steps.items():
         result = ran["result"] if isinstance(ran["result"], Mapping) else {}
         step_changed = step != CHECK_STEP and bool(result.get("changed"))
         changed = changed or step_changed
         warnings += [w for w in result.get("warnings") or [] if w not in warnings]
-        if diff and step_changed and result.get("diff"):
-            found = result["diff"]
-            diffs += found if isinstance(found, list) else [found]
         summary[step] = {"sites": ran["sites"], "changed": step_changed}
         if isinstance(result.get("api_load"), Mapping):
             summary[step]["api_load"] = dict(result["api_load"])
-    return changed, warnings, diffs, summary
+    return changed, warnings, site_diffs(steps, fleet) if diff else [], summary
 
 
 class ActionModule(ControllerOnlyAction):
@@ -121,7 +119,7 @@ class ActionModule(ControllerOnlyAction):
             for entry in fleet:
                 if entry.get("message"):
                     entry["message"] = connection.words(entry["message"])
-        changed, warnings, diffs, summary = phase_result(steps, diff)
+        changed, warnings, diffs, summary = phase_result(steps, fleet, diff)
         if keys and connection.source("api_key") != role_connection.VARIABLE:
             label = connection.label("api_key")
             by_variable[label if label.startswith("WPCLOUD_") else "api_key (%s)" % label] = keys
@@ -136,12 +134,11 @@ class ActionModule(ControllerOnlyAction):
             # As the site module's action says it (plugins/action/site.py): a later play's role previews them.
             earlier = (task_vars.get("ansible_facts") or {}).get(CHECK_MODE_CREATED_SITES_FACT) or []
             outcome["ansible_facts"] = {CHECK_MODE_CREATED_SITES_FACT: sorted(set(list(earlier) + created))}
+        # Masked: warnings, the diffs (which the modules redacted already) and the summary. Shown (with --diff, the
+        # sites' diffs; at -v, the whole result): it holds no credential, as tests/reliability/test_rel_secrets.py
+        # checks at every verbosity.
         result.update(secrets.mask(outcome))
         # Holds no credential by construction (the line-up resolves none; the steps' results come masked), and
         # is not masked again: a credential that reads like a port or an ID would replace that value.
         result["fleet"] = fleet
-        if set(by_variable) - set(["wpcloud_api_key"]) - set(n for n in by_variable if n.startswith(("api_key", "WPCLOUD_"))):
-            # As the role's steps had no_log when their arguments held a site's credential: the result holds none,
-            # and is not shown either (without one, the diffs of --diff are).
-            result["_ansible_no_log"] = True
         return result

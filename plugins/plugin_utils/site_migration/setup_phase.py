@@ -101,3 +101,46 @@ def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=
         taken = {step: result}
     return advance(fleet, taken, upto=NEXT_STEP), steps
 
+
+# Where each step's diff goes in a site's one diff: the site created (under "site"), its allow flag (the module's
+# own key), the migration's fields (under "migration"), in this order.
+DIFF_PLACES = (("new", "site"), ("allow", None), ("create", "migration"))
+
+
+def _label(value):
+    return str(value).strip().lower()
+
+
+def site_diffs(steps, fleet):
+    """One diff per site that the phase changed (or would, in check mode): the before and after of its site, allow
+    flag and migration, from the steps' diffs (a module gives one per site, headed ``site <site>``; redacted by the
+    module: no credential), in the order of the fleet. ``steps`` as ``set_up`` returns them."""
+    merged = {}
+    for step, place in DIFF_PLACES:
+        result = (steps.get(step) or {}).get("result")
+        if not isinstance(result, Mapping) or not result.get("changed") or not result.get("diff"):
+            continue
+        found = result["diff"] if isinstance(result["diff"], list) else [result["diff"]]
+        for diff in found:
+            if not isinstance(diff, Mapping):
+                continue
+            if diff.get("before") == diff.get("after"):
+                continue          # a list form gives every item's diff, the unchanged ones too
+            header = str(diff.get("before_header") or diff.get("after_header") or "")
+            before, after = merged.setdefault(_label(header), (header, {}, {}))[1:]
+            if place is None:
+                before.update(diff.get("before") or {})
+                after.update(diff.get("after") or {})
+            else:
+                before[place], after[place] = diff.get("before"), diff.get("after")
+    diffs = []
+    for entry in fleet:
+        header, before, after = merged.pop(_label("site %s" % entry["site"]), (None, None, None))
+        if header is not None:
+            if _label(entry["site"]) != _label(entry["host"]):
+                header = "%s (host %s)" % (header, entry["host"])
+            diffs.append({"before_header": header, "after_header": header, "before": before, "after": after})
+    # A diff the fleet does not name (none, unless a module names a site otherwise): shown as it came.
+    diffs += [{"before_header": header, "after_header": header, "before": before, "after": after}
+              for header, before, after in merged.values()]
+    return diffs
