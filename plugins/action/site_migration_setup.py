@@ -37,6 +37,10 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.set
     set_up,
     site_diffs,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.variables import (
+    PREFIXES,
+    unknown_variable_warnings,
+)
 
 display = Display()
 
@@ -80,8 +84,10 @@ class ActionModule(ControllerOnlyAction):
             result.update(failed=True, msg="site_migration_setup: hosts is empty; name the sites' hosts, or leave "
                                            "hosts out for the play batch.")
             return result
+        seen = {}
         try:
-            inputs = read_fleet_variables(self._task, self._templar, task_vars, hosts, list(spec["options"]))
+            inputs = read_fleet_variables(self._task, self._templar, task_vars, hosts, list(spec["options"]),
+                                          seen=seen, prefixes=PREFIXES)
         except KeyError as missing:
             result.update(failed=True, msg="site_migration_setup: host %r is not in the inventory (hosts)"
                                            % missing.args[0])
@@ -123,7 +129,7 @@ class ActionModule(ControllerOnlyAction):
         if keys and connection.source("api_key") != role_connection.VARIABLE:
             label = connection.label("api_key")
             by_variable[label if label.startswith("WPCLOUD_") else "api_key (%s)" % label] = keys
-        warnings = short_secret_warnings(by_variable) + warnings
+        warnings = unknown_variable_warnings(seen, spec["options"]) + short_secret_warnings(by_variable) + warnings
         outcome = {"changed": changed, "steps": summary}
         if warnings:
             outcome["warnings"] = warnings

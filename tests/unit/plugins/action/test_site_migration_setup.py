@@ -33,8 +33,12 @@ def setup(fake_api, tmp_path, monkeypatch):
         given = dict((host, fb.inputs(site_migration_state_dir=str(tmp_path), **values)) for host, values in sites.items())
         read = []
 
-        def read_fleet_variables(task, templar, task_vars, hosts, names):
+        def read_fleet_variables(task, templar, task_vars, hosts, names, seen=None, prefixes=()):
             read.append(sorted(names))
+            for host in hosts:
+                for name in given[host]:
+                    if seen is not None and name.startswith(prefixes):
+                        seen.setdefault(name, []).append(host)
             return [given[h] for h in hosts]
         monkeypatch.setattr(site_migration_setup, "read_fleet_variables", read_fleet_variables)
         args = {"argument_spec": fb.SPEC, "api_url": fake_api.url, "api_key": fake_api.api_key}
