@@ -37,6 +37,7 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.set
     set_up,
     site_diffs,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.strategy import strategy_problem
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.variables import (
     PREFIXES,
     unknown_variable_warnings,
@@ -62,6 +63,10 @@ def phase_result(steps, fleet, diff):
 class ActionModule(ControllerOnlyAction):
     MODULE = "site_migration_setup"
 
+    def _play_strategy(self):
+        play = self._task.get_play() if hasattr(self._task, "get_play") else None
+        return getattr(play, "strategy", None) if play is not None else None
+
     def _play_connection(self, inputs, hosts, task_vars):
         """The role's connection (plugins/plugin_utils/site_migration/connection.py): the task's own connection
         options are those module_defaults did not give it."""
@@ -83,6 +88,10 @@ class ActionModule(ControllerOnlyAction):
         if not hosts:
             result.update(failed=True, msg="site_migration_setup: hosts is empty; name the sites' hosts, or leave "
                                            "hosts out for the play batch.")
+            return result
+        problem = strategy_problem(self._play_strategy())
+        if problem:
+            result.update(failed=True, msg="site_migration_setup: %s" % problem)
             return result
         seen = {}
         try:
