@@ -225,8 +225,8 @@ def test_a_misspelt_variable_warns_once_and_a_clean_run_is_quiet(run, emu):
     """On 8da537a: no word; the role failed on the variable meant ("site_migration_confirm_overwrite must be
     true") or took its default."""
     fleet(run, emu, count=3, api_vars=True)
-    proc = run.play(play(run), extra=["--check", "-e", json.dumps({"site_migration_confirm_overwite": True,
-                                                                       "wpcloud_api_ur": emu.url})])
+    misspelt = {"site_migration_confirm_overwite": True, "wpcloud_api_ur": emu.url}
+    proc = run.play(play(run), extra=["--check", "-e", json.dumps(misspelt)])
     assert proc.returncode == 0, _explain(proc)
     warnings = _warnings(proc)
     assert len(warnings) == 2, warnings

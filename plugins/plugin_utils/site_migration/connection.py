@@ -159,8 +159,8 @@ class Connection(object):
             if source != DEFAULT:
                 value = "" if API_ARGUMENT_SPEC[option].get("no_log") else " %s" % (self._value(option),)
                 parts.append("%s%s from %s" % (option, value, source_label(option, source)))
-        return "connection: API %s; %s" % (self._value("api_url"), "; ".join(parts) if parts else
-                                          "no source sets api_url: the default")
+        said = "; ".join(parts) if parts else "no source sets api_url: the default"
+        return "connection: API %s; %s" % (self._value("api_url"), said)
 
     def _value(self, option):
         for options in self.resolved.values():

@@ -54,8 +54,8 @@ def test_a_module_gets_its_groups_entries_then_its_own_over_them():
     groups = {"wpcloud.hosting.site": ["wpcloud.hosting.all"], "wpcloud.hosting.migration": ["wpcloud.hosting.all"]}
     assert defaults_for("wpcloud.hosting.site", defaults, groups) == (
         {"api_url": "https://group.example", "timeout": 5}, {"api_url": GROUP, "timeout": "wpcloud.hosting.site"})
-    assert defaults_for("wpcloud.hosting.migration", defaults, groups)[0] == {"api_url": "https://group.example",
-                                                                            "timeout": 30}
+    migration, _entries = defaults_for("wpcloud.hosting.migration", defaults, groups)
+    assert migration == {"api_url": "https://group.example", "timeout": 30}
     # Not in the group (as the play resolved it): only its own entry.
     assert defaults_for("wpcloud.hosting.fleet_vars", defaults, groups) == ({}, {})
 

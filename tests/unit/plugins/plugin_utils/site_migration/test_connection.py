@@ -15,7 +15,7 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration imp
 GROUP = "group/wpcloud.hosting.all"
 KEY = "play-key-0123456789"
 GROUPS = dict((conn.fqcn(m), ["wpcloud.hosting.all"]) for m in conn.ROLE_MODULES + ("client_meta",))
-HOSTS = ["a.example", "b.example"]
+HOSTS = ("a.example", "b.example")
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,7 @@ def no_environment(monkeypatch):
 
 
 def resolve(variables=None, defaults=None, task=None, hosts=HOSTS):
-    return conn.resolve([dict(variables or {}) for _ in hosts], hosts, defaults or {}, GROUPS, task)
+    return conn.resolve([dict(variables or {}) for host in hosts], list(hosts), defaults or {}, GROUPS, task)
 
 
 def every_module(connection, option):
