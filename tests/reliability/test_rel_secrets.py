@@ -174,7 +174,8 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     """The role for seven sites in one play, password, key (protected) and generated identities: some
     succeed, one fails preflight (auth), one fails the run, two lose their create answer and are
     converged by a second run; one destination does not exist and is created by the role with an admin
-    password. Credentials come from a vaulted vars file."""
+    password. Credentials come from a vaulted vars file. Every run with --diff, the last in check mode with the
+    credentials sent again (each site's diff says "credentials replaced"): the sites' diffs hold none."""
     name = "secrets-role"
     out = rel_dir / "out" / name
     out.mkdir(parents=True)
@@ -207,7 +208,7 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
                     {"endpoint": "ticket.summary", "status": 503, "count": 3},
                     {"endpoint": "ticket.full", "reset": "before", "count": 1},
                     {"endpoint": "migration.get", "latency": 0.2, "count": 3}])
-    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "8"]
+    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "8", "--diff"]
     first = rs.run_playbook(rel_dir, out, "run1", "wpcloud.hosting.migrate_site", inventory, args=args)
     emu.set_faults([])
     second = rs.run_playbook(rel_dir, out, "run2", "wpcloud.hosting.migrate_site", inventory, args=args)
@@ -221,6 +222,10 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     assert len(rs.writes(emu.requests_log(), "migration.create")) == 8
     assert len(rs.writes(emu.requests_log(), "site.create")) == 1
     assert len(list((out / "state").glob("*.json"))) == 8
+    preview = rs.run_playbook(rel_dir, out, "run3", "wpcloud.hosting.migrate_site", inventory,
+                              args=args + ["--check", "-e", "site_migration_update_secret=always"])
+    assert "--- before: site " in first.proc.stdout and "(credentials replaced)" in preview.proc.stdout, \
+        preview.explain()
     _assert_clean([out, emu.workdir], canaries, name)
 
 

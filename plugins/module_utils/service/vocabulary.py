@@ -80,6 +80,17 @@ ROLE_FIELDS = {
     "site_migration_docroot": "remote-docroot",
     "site_migration_source_domain": "remote-domain",
 }
+# Connection option -> the variable of the role (and of the collection's playbooks) that gives it. The role takes
+# each from this variable, else the play's module_defaults, else the WPCLOUD_* environment
+# (plugins/plugin_utils/site_migration/connection.py).
+CONNECTION_VARIABLES = {
+    "api_url": "wpcloud_api_url",
+    "api_key": "wpcloud_api_key",
+    "ca_path": "wpcloud_ca_path",
+    "validate_certs": "wpcloud_validate_certs",
+    "timeout": "wpcloud_timeout",
+    "rate_limit": "wpcloud_rate_limit",
+}
 # Module option -> the variable of the role that gives it: the role says every message in its own words with
 # this table (plugins/plugin_utils/site_migration); a migration field's variable is ROLE_FIELDS' (written once).
 ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in ROLE_FIELDS.items()], **{
@@ -91,11 +102,11 @@ ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in RO
     "admin_email": "site_migration_admin_email",
     "admin_pass": "site_migration_admin_pass",
     "php_version": "site_migration_php_version",
-    # The connection options, which the role takes from these variables (tasks/main.yml).
-    "api_url": "wpcloud_api_url",
-    "api_key": "wpcloud_api_key",
-    "ca_path": "wpcloud_ca_path",
-    "validate_certs": "wpcloud_validate_certs",
+    # Where the calls go and as whom (not timeout and rate_limit: module messages use those words plainly too).
+    "api_url": CONNECTION_VARIABLES["api_url"],
+    "api_key": CONNECTION_VARIABLES["api_key"],
+    "ca_path": CONNECTION_VARIABLES["ca_path"],
+    "validate_certs": CONNECTION_VARIABLES["validate_certs"],
 })
 
 # -- response tickets ---------------------------------------------------------------------------------------

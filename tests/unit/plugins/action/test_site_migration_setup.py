@@ -33,8 +33,12 @@ def setup(fake_api, tmp_path, monkeypatch):
         given = dict((host, fb.inputs(site_migration_state_dir=str(tmp_path), **values)) for host, values in sites.items())
         read = []
 
-        def read_fleet_variables(task, templar, task_vars, hosts, names):
+        def read_fleet_variables(task, templar, task_vars, hosts, names, seen=None, prefixes=()):
             read.append(sorted(names))
+            for host in hosts:
+                for name in given[host]:
+                    if seen is not None and name.startswith(prefixes):
+                        seen.setdefault(name, []).append(host)
             return [given[h] for h in hosts]
         monkeypatch.setattr(site_migration_setup, "read_fleet_variables", read_fleet_variables)
         args = {"argument_spec": fb.SPEC, "api_url": fake_api.url, "api_key": fake_api.api_key}
@@ -54,7 +58,7 @@ def password_site(site, **more):
                  "site_migration_remote_pass": fb.PASSWORD}, **more)
 
 
-def test_the_result_holds_the_fleet_and_no_credential_and_is_hidden(fake_api, setup):
+def test_the_result_holds_the_fleet_and_no_credential_and_is_shown(fake_api, setup):
     fake_api.add_site("1001")
     result = setup({"dest1.example": password_site("1001")})
     assert result["changed"] is True and not result.get("failed")
@@ -62,8 +66,8 @@ def test_the_result_holds_the_fleet_and_no_credential_and_is_hidden(fake_api, se
     assert result["steps"] == {"check": {"sites": 1, "changed": False}, "allow": {"sites": 1, "changed": True},
                                "create": {"sites": 1, "changed": True}}
     assert fb.PASSWORD not in json.dumps(result) and fake_api.api_key not in json.dumps(result)
-    # A site gives a credential: the result is hidden, as the steps whose arguments held one were.
-    assert result["_ansible_no_log"] is True
+    # A site gives a credential, which the result does not hold: it is shown (--diff shows the sites' diffs).
+    assert "_ansible_no_log" not in result
 
 
 def test_without_a_credential_the_diffs_show_and_a_rerun_changes_nothing(fake_api, setup):
