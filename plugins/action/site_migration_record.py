@@ -40,6 +40,9 @@ class ActionModule(ControllerOnlyAction):
             except ModuleFailure as failure:
                 failures.append(failure.msg)
                 continue
+            except OSError as exc:
+                failures.append("the state file %s could not be written (%s)." % (record["path"], exc.strerror or exc))
+                continue
             recorded.append(record["path"])
         result.update(changed=bool(recorded), recorded=recorded)
         if failures:
