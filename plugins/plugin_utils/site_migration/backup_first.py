@@ -90,7 +90,8 @@ def outcome_of_backup(s, r, check_mode=False):
     ones created, whether it was reused, and what the state file records of it), or stopped before its run."""
     if r.get("failed"):
         return {"stage": DONE, "result": "backup_failed",
-                "backup": {"backup_ids": [], "created": [], "actions": list(r.get("actions") or [])},
+                "backup": {"backup_ids": [], "created": [], "reused": False, "actions": list(r.get("actions") or []),
+                           "why": why(s)},
                 "message": "site %s: the backup before the run failed, so the run was not started (%s): %s"
                            % (s["site"], why(s), role_message(r.get("msg"), "backup"))}
     ids = [str(i) for i in r.get("backup_ids") or []]
