@@ -143,8 +143,6 @@ def apply_site_listing(sites, registered):
         if found is not None:
             s.update(stage=s["after_find"], destination=EXISTING)
             s.update(after_listing(s, found, how))
-            if s["stage"] == "restore":
-                s.update(first_step(s))
         elif s["site"].strip().lower() in listed:
             s.update(stage=s["after_find"], destination=EXISTING)
         elif s.get("creatable"):
@@ -152,6 +150,9 @@ def apply_site_listing(sites, registered):
         else:
             # Not in the account: the next step says so (site not found), naming the site.
             s.update(stage=s["after_find"])
+        if s["stage"] == "restore":
+            # a rollback: what the state file recorded decides its first step (or that there is nothing to do)
+            s.update(first_step(s))
 
 
 def outcome_of_new_site(s, r, failed, msg, who):

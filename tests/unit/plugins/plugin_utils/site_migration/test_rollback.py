@@ -81,3 +81,10 @@ def test_a_failed_restore_stops_the_site_before_the_switch_back():
     outcome = outcome_of_restore(entry, {"failed": True, "msg": "the restore's job failed"})
     assert outcome["result"] == "rollback_failed" and outcome["stage"] == "done"
     assert restore_arguments([dict(entry, client="demo", target="1001")])["sites"][0]["backup_ids"] == ["3001", "3002"]
+
+
+def test_a_site_the_listing_does_not_show_has_nothing_to_roll_back_without_a_recorded_backup():
+    fleet = fleet_of({"migration_id": 7})
+    todo = step_arguments(fleet, "restore", {"find": {"sites": []}})
+    assert todo["count"] == 0 and todo["fleet"][0]["result"] == "invalid_input"
+    assert "nothing to roll back" in todo["fleet"][0]["message"]
