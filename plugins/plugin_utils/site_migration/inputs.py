@@ -239,8 +239,8 @@ def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=
         # A site named by domain is looked for first when the role may create it (site_migration_client with the new
         # site's administrator). The cutover reads the migration (it must have succeeded); a rollback starts with
         # the restore.
-        after_find = {"cutover": "info", "rollback": "restore"}.get(resolved["workflow"],
-                                                                   "info" if refresh is False else "check")
+        first = {"cutover": "info", "rollback": "restore"}
+        after_find = first.get(resolved["workflow"], "info" if refresh is False else "check")
         creatable = resolved["client"] is not None and not site.strip().isdigit() \
             and resolved["workflow"] in MIGRATING and params.get(PREFIX + "admin_user") is not None
         state_file = "%s/%s.json" % (params.get(PREFIX + "state_dir"), site)

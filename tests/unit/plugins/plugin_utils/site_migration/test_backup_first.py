@@ -49,8 +49,9 @@ def test_the_sites_that_take_it_go_from_the_preflight_to_the_backup_then_the_run
     backups = [{"backup_id": "30%d1" % i, "taken": "2026-11-28 10:00:00"} for i in (1, 2)]
     done["backup"] = results({"site": "1001", "backup_ids": ["3011", "3012"], "created": ["3011", "3012"],
                               "backups": backups, "actions": ["create a files backup", "create a database backup"]},
-                             {"site": "1002", "failed": True, "msg": "The files and database backup of site 1002 was "
-                                                                    "not listed when wait_timeout=60s ran out."})
+                             {"site": "1002", "failed": True,
+                              "msg": "The files and database backup of site 1002 was not listed when wait_timeout=60s "
+                                     "ran out."})
     todo = step_arguments(todo["fleet"], "run", done)
     assert todo["migration_ids"] == [7]
     ok, failed = todo["fleet"]

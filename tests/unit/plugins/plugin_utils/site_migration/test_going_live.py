@@ -88,8 +88,8 @@ def test_a_client_alone_creates_nothing_and_asks_for_no_administrator():
     assert fleet[0]["result"] is None and not fleet[0]["creatable"] and fleet[0]["stage"] == "check"
 
 
-def placed(entry, listing=LISTING):
-    by_id, by_domain = listing_index(listing)
+def placed(entry, listing=None):
+    by_id, by_domain = listing_index(LISTING if listing is None else listing)
     found, how = find_in_listing(entry, by_id, by_domain)
     return found, how, after_listing(entry, found, how)
 

@@ -29,7 +29,8 @@ ROLLBACK = {"site_migration_client": "demo", "site_migration_workflow": "rollbac
             "site_migration_production_domain": "shop.example", "site_migration_site": "a.example"}
 
 
-def fleet_of(recorded=RECORDED, **more):
+def fleet_of(recorded=None, **more):
+    recorded = RECORDED if recorded is None else recorded
     return lineup([inputs(**dict(ROLLBACK, **more))], ["a.example"], SPEC, HOSTVARS, read_record=lambda path: recorded)
 
 
