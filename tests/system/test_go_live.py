@@ -66,10 +66,6 @@ class GoLive:
                               capture_output=True, text=True, env=ansible_env(self.base), cwd=str(self.base),
                               timeout=300, check=False)
         output = proc.stdout + proc.stderr
-        if os.environ.get("GOLIVE_DUMP"):
-            with open(os.path.join(os.environ["GOLIVE_DUMP"], "%d.txt" % len(os.listdir(os.environ["GOLIVE_DUMP"]))),
-                      "w", encoding="utf-8") as handle:
-                handle.write(" ".join([playbook] + list(args)) + "\n" + output)
         new = sorted(set(self.report_dir.glob("*.json")) - before)
         assert len(new) == 1, "one report per run:\n" + output[-4000:]
         report = json.loads(new[0].read_text())
