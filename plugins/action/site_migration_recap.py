@@ -27,6 +27,11 @@ def site_outcome(recap, host):
     return False, host in (recap.get("changed") or {}), None
 
 
+def cutover_words(recap, host):
+    """What the site's line says of its cutover (cutover: host -> words), or None."""
+    return (recap.get("cutover") or {}).get(host)
+
+
 class ActionModule(ControllerOnlyAction):
     MODULE = "site_migration_recap"
 
@@ -44,8 +49,14 @@ class ActionModule(ControllerOnlyAction):
             result.update(failed=True, msg="site_migration_recap: var %r must hold a dict with stopped and changed, "
                                            "got %s." % (name, type(recap).__name__))
             return result
-        failed, changed, msg = site_outcome(recap, task_vars.get("inventory_hostname"))
+        host = task_vars.get("inventory_hostname")
+        failed, changed, msg = site_outcome(recap, host)
         result["changed"] = changed
+        words = cutover_words(recap, host)
+        if words:
+            # Shown on the site's line at every verbosity (as debug's msg), and in AWX's event of the host.
+            if not failed:
+                result.update(msg=words, _ansible_verbose_always=True)
         if failed:
             result.update(failed=True, msg=msg)
         return result

@@ -33,6 +33,7 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.module_defaults im
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import connection as role_connection
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.setup_phase import (
     CHECK_STEP,
+    planned_cutover,
     role_secrets_by_variable,
     set_up,
     site_diffs,
@@ -60,6 +61,9 @@ def phase_result(steps, fleet, diff):
         summary[step] = {"sites": ran["sites"], "changed": step_changed}
         if isinstance(result.get("api_load"), Mapping):
             summary[step]["api_load"] = dict(result["api_load"])
+    # A cutover (or a rollback's switch back) that the run makes later is in the site's one diff, shown with this
+    # task's (a diff is shown for a changed task only): the task says changed for it, with or without --diff.
+    changed = changed or any(planned_cutover(entry) for entry in fleet)
     return changed, warnings, site_diffs(steps, fleet) if diff else [], summary
 
 

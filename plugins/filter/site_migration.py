@@ -17,10 +17,13 @@ next to this one. The decisions are in plugins/plugin_utils/site_migration/ (one
   (``report.py``): the report of a run, its file name, and one report from those of AWX job slices.
 * ``site_migration_waiting`` (``inputs.py``): the destinations the role created and left to their
   ``site_provisioned`` webhook, for the playbook that event runs.
+* ``site_migration_domain_event`` (``domain_event.py``): what a ``domain_name_changed`` event says of the role's sites
+  (a cutover confirmed, WordPress's siteurl following or not), for the playbook that event runs.
 """
 
 from __future__ import annotations
 
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.domain_event import domain_event
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.inputs import lineup, waiting
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.report import (
     merge_reports,
@@ -41,4 +44,5 @@ class FilterModule:
             "site_migration_report_merge": merge_reports,
             "site_migration_report_name": report_name,
             "site_migration_waiting": waiting,
+            "site_migration_domain_event": domain_event,
         }

@@ -27,7 +27,8 @@ options:
     description:
       - The name of the variable that holds the fleet's outcome, a dict with C(stopped) (host name to the
         message of a site whose migration did not succeed) and C(changed) (host name to C(true) for the
-        sites that the run changed). A host in neither is C(ok).
+        sites that the run changed), and optionally C(cutover) (host name to what its line says of its cutover).
+        A host in neither C(stopped) nor C(changed) is C(ok).
       - The C(wpcloud.hosting.site_migration) role sets C(site_migration__recap) in its report.
     type: str
     default: site_migration__recap
@@ -64,8 +65,11 @@ EXAMPLES = r'''
 
 RETURN = r'''
 msg:
-  description: The message of a site whose migration did not succeed (the task fails).
-  returned: failure
+  description:
+    - The message of a site whose migration did not succeed (the task fails).
+    - Else, what the site's line says of its cutover, when there is something to say (C(cutover) of the variable,
+      host name to words) - shown at every verbosity, as C(ansible.builtin.debug) shows its message.
+  returned: failure, or when the site has a cutover to report
   type: str
   sample: "site0003: the preflight failed (diagnosis: ssh_auth): check site_migration_remote_user"
 '''

@@ -19,12 +19,17 @@ description:
     message that names the role variable and the fix, before anything is written.
   - Then, one call of each module for all the sites that take the step, in this order. With
     C(site_migration_client), the client's sites are listed (M(wpcloud.hosting.site_info)) and the missing
-    destinations created ready for a migration (M(wpcloud.hosting.site)). The migrations of the sites that are
+    destinations created ready for a migration (M(wpcloud.hosting.site)); the same listing says where the sites of
+    the going-live steps are and whether each is live (its primary domain is its C(site_migration_production_domain),
+    or the one its state file recorded at its cutover), and a live site that the run would migrate without
+    C(site_migration_overwrite_live) is done there, before any write. The migrations of the sites that are
     not refreshed are read (M(wpcloud.hosting.migration_info)). The migrations' inputs are checked
     (M(wpcloud.hosting.migration) in check mode). The destinations are allowed to take a migration
     (M(wpcloud.hosting.site_allow_migration)), and the migrations created or updated (M(wpcloud.hosting.migration)).
   - Each step's result is taken into the fleet once; a site whose step failed is done, the others go on. A line
     shows each step as it starts, and the site creation's wait shows its progress.
+  - With C(--diff), one diff per site, the cutover's domain change that the role makes after the run included (the
+    task is C(changed) for it).
   - The credentials are read from the hosts' variables and sent; the result never holds one.
   - The connection of each module it calls comes from the task's own connection options, else the hosts'
     C(wpcloud_*) variables (the same for every host), else the play's C(module_defaults) for that module, then for

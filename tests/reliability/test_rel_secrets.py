@@ -229,6 +229,67 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     _assert_clean([out, emu.workdir], canaries, name)
 
 
+def test_role_going_live_leaks_nothing(emu, canaries, rel_dir):
+    """The role's going-live steps (issue 37) at -vvvv with --diff: the first migration, go_live (the backup before the
+    refresh, the cutover) with a fault on each new step's writes, go_live again (one live site refused, one refreshed
+    with the consent and backed up first), the cutover again, and the rollback; password credentials and the API key
+    from a vaulted file. Neither the canaries nor the sites' credentials (the listing the live check reads returns
+    them) appear anywhere: outputs, the JSON callback, the reports, the state files and the diffs."""
+    name = "secrets-golive-role"
+    out = rel_dir / "out" / name
+    out.mkdir(parents=True)
+    emu.set_executor({"default": {"preflight": {"outcome": "success", "duration": 0.2},
+                                  "run": {"outcome": "success", "duration": 0.3}}})
+    emu.set_provisioning({"default": {"domain": {"queued": 0.1, "duration": 0.3},
+                                      "restore": {"queued": 0.1, "duration": 0.3}}})
+    emu.set_backups({"create": {"acknowledged": 0.05, "duration": 0.3}, "delete": {"acknowledged": 0.05,
+                                                                                   "duration": 0.2}, "list_lag": 0.3})
+    password = {"site_migration_auth": "password", "site_migration_remote_pass": "{{ canary_remote_pass }}",
+                "site_migration_remote_host": "src.example", "site_migration_client": emu.client,
+                "site_migration_backup_before_refresh": True}
+    hosts = {}
+    for label in ("one", "two"):
+        site = _site(emu, allow=False)
+        hosts["golive-%s.example" % label] = dict(password, site_migration_site=str(site),
+                                                  site_migration_production_domain="live-%s.example" % label,
+                                                  site_migration_keep_old_domain_as_alias=label == "one")
+    vault = rs.write_vault(rel_dir / "inputs" / ("%s.vault.yml" % name),
+                           dict(_canary_vars(canaries), wpcloud_api_key=canaries.api_key),
+                           _vault_password(rel_dir), rel_dir)
+    inventory = _role_inventory(rel_dir, emu, hosts, {}, name)
+    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "--diff"]
+    first = rs.run_playbook(rel_dir, out, "migrate", "wpcloud.hosting.migrate_site", inventory, args=args)
+    assert first.proc.returncode == 0, first.explain()
+    emu.set_faults([{"endpoint": "backup.create", "status": 503, "count": 1},
+                    {"endpoint": "site.update_domain", "reset": "after", "count": 1}])
+    golive = rs.run_playbook(rel_dir, out, "golive", "wpcloud.hosting.go_live", inventory,
+                             args=args + ["-e", "site_migration_confirm_cutover=true"])
+    emu.set_faults([])
+    assert golive.proc.returncode == 0, golive.explain()
+    assert "primary_domain" in golive.proc.stdout
+    hosts["golive-two.example"]["site_migration_overwrite_live"] = "live-two.example"
+    inventory = _role_inventory(rel_dir, emu, hosts, {}, name)
+    again = rs.run_playbook(rel_dir, out, "again", "wpcloud.hosting.go_live", inventory,
+                            args=args + ["-e", "site_migration_confirm_cutover=true"])
+    assert again.proc.returncode != 0 and "is live" in again.proc.stdout, again.explain()
+    cutover = rs.run_playbook(rel_dir, out, "cutover", "wpcloud.hosting.cutover", inventory,
+                              args=args + ["-e", "site_migration_confirm_cutover=true"])
+    rollback = rs.run_playbook(rel_dir, out, "rollback", "wpcloud.hosting.rollback_site", inventory,
+                               args=args + ["-e", "wpcloud_rollback_hosts=golive-one.example",
+                                            "-e", "site_migration_confirm_rollback=true"])
+    assert cutover.proc.returncode == 0 and rollback.proc.returncode == 0, rollback.explain()
+    rs.dump_request_log(emu, out, "golive-role")
+    credentials = []
+    for host in hosts.values():
+        status, body = emu.api("get-site/%s" % host["site_migration_site"])
+        credentials += [str(body["data"][k]) for k in ("db_pass", "smtp_pass", "site_api_key") if body["data"].get(k)]
+    assert len(credentials) == 6
+    for path in rs.iter_files([out]):
+        text = path.read_bytes()
+        assert not [c for c in credentials if c.encode() in text], path
+    _assert_clean([out, emu.workdir], canaries, name)
+
+
 SITES_PLAY = r"""
 - hosts: localhost
   gather_facts: false

@@ -49,6 +49,9 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
         changed = {"passed_old": "old.example", "passed_new": "new.example", "then_api_current": "new.example",
                    "then_db_siteurl": "https://new.example"}
         sender.emit("demo", "domain_name_changed", 4242, changed)
+        backup = {"state": "created", "action": "create", "atomic_backup_request_id": 9001,
+                  "atomic_backup_id": "3001", "type": "ondemand-fs"}
+        sender.emit("demo", "on-demand-backup", 4242, backup)
         sender.emit("demo", "wp_version_changed", 4242, {"version": "previous"})
         sender.emit("demo", "entirely_new_event", None, {"field_nobody_documented": {"a": 1}})
         sender.emit("demo", "malware-scanner-results", 4242, {"status": "clean", "results": []},
@@ -92,7 +95,7 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
     def fired():
         lines = (records / "events.jsonl").read_text().splitlines() if (records / "events.jsonl").exists() else []
         return (site_dir.is_dir() and len(list(site_dir.glob("*.json"))) >= 2 and len(lines) >= 5
-                and len(acknowledged()) >= 7)
+                and len(acknowledged()) >= 8)
     wait_for(fired, 120, 0.5, "the rules to fire and their playbooks to acknowledge",
              progress=lambda: (len(acknowledged()), len(list(site_dir.glob("*.json"))) if site_dir.is_dir() else 0),
              detail=rb.tail)
@@ -111,6 +114,11 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
         "malware_scanner_results"])       # normalised: sent as malware-scanner-results
     assert [line["event_as_sent"] for line in lines if line["event"] == "malware_scanner_results"] == [
         "malware-scanner-results"]
+    # going live: the domain change read by its own playbook (recorded, in words), the backup in backups.jsonl
+    (change,) = [json.loads(p.read_text()) for p in (records / "domain_name_changed").glob("*.json")]
+    assert change["kind"] == "primary" and change["confirmed"] is True and change["siteurl_follows"] is True
+    assert change["delivery_id"] == ids["domain_name_changed4242"] and change["host"] is None
+    assert [json.loads(line)["data"] for line in (records / "backups.jsonl").read_text().splitlines()] == [backup]
     # every stored delivery's playbook ran to its acknowledgement, each once
     assert acknowledged() == set(ids.values())
     out = rb.output()
@@ -121,7 +129,7 @@ def test_rulebook_signed_deliveries_fire_rules_and_bad_ones_are_refused(rulebook
     assert out.count("site 4242 provisioned") == 1              # redelivery not emitted twice
     assert KEY not in out and OLD_KEY not in out
     counters = get_json(url + "/healthz", ca)
-    assert counters["stored"] == 7 and counters["duplicates"] == 1
+    assert counters["stored"] == 8 and counters["duplicates"] == 1
     assert counters["conflicts"] == 1 and counters["rejected"] == 4
     assert KEY not in (spool / "spool.log").read_text()
 

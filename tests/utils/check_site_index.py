@@ -8,7 +8,7 @@ SITE_DIR is the built HTML site (docs/build/html), TREE the collection (default:
 - the index's title is the collection's name as it is spelt, ``wpcloud.hosting`` (antsibull-docs writes
   "Wpcloud.Hosting"), in its heading and its <title>;
 - the sidebar starts with the guides of a user's path in order (getting started, a fleet, the migration
-  guide, webhooks, AWX), and the internal plugins (a page whose title says "Internal:", from the plugin's
+  guide, going live, webhooks, AWX), and the internal plugins (a page whose title says "Internal:", from the plugin's
   short_description) come after every public part, all under the caption "Internal plugins"; the index's
   own lists keep the same order;
 - no sidebar label or caption is cut off: no word of a label longer than MAX_WORD characters (a longer run
@@ -28,8 +28,8 @@ import re
 import sys
 from html.parser import HTMLParser
 
-USER_PATH = ('docsite/getting-started.html', 'docsite/fleet.html', 'docsite/migration.html', 'docsite/webhooks.html',
-             'docsite/awx.html')
+USER_PATH = ('docsite/getting-started.html', 'docsite/fleet.html', 'docsite/migration.html', 'docsite/go-live.html',
+             'docsite/webhooks.html', 'docsite/awx.html')
 INTERNAL_CAPTION = 'Internal plugins'
 INTERNAL_MARK = 'Internal:'
 # The sidebar is about 270 px of text: 32 characters of its font fit on one line, 26 of its bold capitals.

@@ -102,6 +102,8 @@ ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in RO
     "admin_email": "site_migration_admin_email",
     "admin_pass": "site_migration_admin_pass",
     "php_version": "site_migration_php_version",
+    # The cutover's (the site_domain module's option).
+    "keep_old_domain": "site_migration_keep_old_domain_as_alias",
     # Where the calls go and as whom (not timeout and rate_limit: module messages use those words plainly too).
     "api_url": CONNECTION_VARIABLES["api_url"],
     "api_key": CONNECTION_VARIABLES["api_key"],

@@ -23,16 +23,22 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
     CHECK_MODE_CREATED_SITES_FACT,
     SITE_VALUE_RULES,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.going_live import (
+    going_live_inputs,
+    needs_listing,
+)
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
     ALL_CREDENTIALS,
     CREDENTIALS,
     DONE,
     EMPTY_HINTS,
+    MIGRATING,
     NEW_SITE,
     PREFIX,
     converted,
     role_value,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.state_records import recorded_going_live
 
 
 def source_host_vars(hostvars, name, cache):
@@ -61,7 +67,8 @@ def site_problems(params, given, hostvars, sources):
     auth = role_value(params, "auth")
     install_key = converted(bool, role_value(params, "install_key"))
     confirm = converted(bool, role_value(params, "confirm_overwrite"))
-    if confirm is False:
+    # (the cutover and rollback workflows start no migration run)
+    if confirm is False and role_value(params, "workflow") in (None,) + tuple(MIGRATING):
         problems.append("site_migration_confirm_overwrite must be true: every run replaces the destination's files "
                         "and database (it is false)")
 
@@ -144,11 +151,14 @@ def new_site_problems(params, empty):
     if "client" in empty:
         return problems
     if role_value(params, "client") is not None:
+        # The client names the account (the going-live steps need it too); the administrator's values ask for the
+        # creation of a destination that does not exist, and one of them without the other is half a new site.
+        asked = [name for name in ("admin_user", "admin_email") if name in given or name in empty]
         for name in ("admin_user", "admin_email"):
-            if name not in given and name not in empty:
-                problems.append("site_migration_client is set, so a destination site that does not exist is created: "
-                                "set %s%s too (or unset site_migration_client to migrate into existing sites only)"
-                                % (PREFIX, name))
+            if asked and name not in asked:
+                problems.append("%s%s is set, so a destination site that does not exist is created in "
+                                "site_migration_client's account: set %s%s too (or neither, to migrate into existing "
+                                "sites only)" % (PREFIX, asked[0], PREFIX, name))
     else:
         problems += ["%s%s describes a destination site the role creates: set site_migration_client too, or "
                      "remove it" % (PREFIX, name) for name in NEW_SITE if name in given]
@@ -185,10 +195,11 @@ def created_in_check_mode(hosts, hostvars):
     return found
 
 
-def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=()):
+def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=(), read_record=None):
     """The fleet at the start: one entry per site of the batch, in play order (see the module doc).
     ``inputs``: each site's role variables as wpcloud.hosting.fleet_vars read them (null: unset);
-    ``fleet_problems``: what stops every site (the play's connection), said in each site's message."""
+    ``fleet_problems``: what stops every site (the play's connection), said in each site's message;
+    ``read_record(path)``: what a site's state file records (state_records.py), for its going-live state."""
     inputs, hosts = list(inputs or []), list(hosts or [])
     for index, given in enumerate(inputs):
         if given is not None and not isinstance(given, Mapping):
@@ -196,6 +207,7 @@ def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=
                                      % (index, type(given).__name__))
     # Read only in check mode: a real run finds the sites that the earlier tasks really created.
     about_to_exist = created_in_check_mode(hosts, hostvars) if converted(bool, check_mode) else set()
+    read_record = read_record or (lambda path: {})
     if len(inputs) != len(hosts):
         raise AnsibleFilterError("site_migration_lineup: %d inputs for %d hosts" % (len(inputs), len(hosts)))
     options = spec.get("options", spec) if isinstance(spec, Mapping) else None
@@ -214,18 +226,29 @@ def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=
         # A message of the spec check may quote a value; never a secret one.
         problems = [remove_values(msg, secrets) for msg in checked.error_messages]
         more, resolved = site_problems(params, given, hostvars, sources)
-        problems += more + list(fleet_problems)
+        empty = [name[len(PREFIX):] for name, value in given.items()
+                 if name.startswith(PREFIX) and isinstance(value, str) and not value.strip()]
+        golive, golive_resolved = going_live_inputs(params, empty, check_mode)
+        resolved.update(golive_resolved)
+        problems += more + golive + list(fleet_problems)
         site = str(params.get("site_migration_site") if params.get("site_migration_site") is not None else host)
         key = site.strip().lower()
         if key:
             owners.setdefault(key, []).append(index)
         refresh = converted(bool, params.get("site_migration_refresh"))
-        # A site named by domain is looked for first when the role may create it (site_migration_client).
-        after_find = "info" if refresh is False else "check"
-        creatable = resolved["client"] is not None and not site.strip().isdigit()
+        # A site named by domain is looked for first when the role may create it (site_migration_client with the new
+        # site's administrator). The cutover reads the migration (it must have succeeded); a rollback starts with
+        # the restore.
+        first = {"cutover": "info", "rollback": "restore"}
+        after_find = first.get(resolved["workflow"], "info" if refresh is False else "check")
+        creatable = resolved["client"] is not None and not site.strip().isdigit() \
+            and resolved["workflow"] in MIGRATING and params.get(PREFIX + "admin_user") is not None
+        state_file = "%s/%s.json" % (params.get(PREFIX + "state_dir"), site)
+        recorded = recorded_going_live(read_record(state_file)) if not problems else {}
         fleet.append(dict(
             resolved,
-            host=str(host), index=index, site=site,
+            host=str(host), index=index, site=site, target=site, state_file=state_file, recorded=recorded,
+            creatable=creatable, check_mode=bool(converted(bool, check_mode)),
             source_user="%s@%s" % (resolved["remote_user"], resolved["source_host"]),
             preflight_timeout=converted(int, params.get("site_migration_preflight_timeout")),
             run_timeout=converted(int, params.get("site_migration_run_timeout")),
@@ -235,7 +258,8 @@ def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=
             after_find=after_find,
             # Check mode: an earlier task said it would create this site, so its 404 means "not yet".
             about_to_exist=key in about_to_exist,
-            stage=DONE if problems else ("find" if creatable else after_find),
+            stage=DONE if problems else ("find" if creatable or needs_listing(dict(
+                resolved, recorded=recorded)) else after_find),
             result="invalid_input" if problems else None,
             problems=problems,
         ))

@@ -22,6 +22,23 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
     SECRET_PARAMS,
     TICKET_TERMINAL,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.backup_first import (
+    backup_first,
+    outcome_of_backup,
+)
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.cutover import outcome_of_cutover
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.going_live import (
+    after_listing,
+    cutover_due,
+    find_in_listing,
+    listing_index,
+    needs_listing,
+    refusal,
+)
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.rollback import (
+    first_step,
+    outcome_of_restore,
+)
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
     CREATED,
     DONE,
@@ -50,7 +67,13 @@ def result_identity(step, result):
 
 
 def site_identity(step, entry):
-    value = entry.get("migration_id") if step in ("preflight", "run") else entry.get("site")
+    if step in ("preflight", "run"):
+        value = entry.get("migration_id")
+    elif step in ("new", "key"):
+        value = entry.get("site")
+    else:
+        # the module calls name the site by its target (its ID when the name it is given has left it at a cutover)
+        value = entry.get("target") or entry.get("site")
     return None if value is None else str(value).strip().lower()
 
 
@@ -102,9 +125,11 @@ def ticket_failure_message(r, ticket, about, diagnosis):
 
 
 def apply_site_listing(sites, registered):
-    """Step "find": the client's listing says which destinations exist; the others are created."""
+    """Step "find": the client's listing says which destinations exist (the others are created, when the role may
+    create them), and where the going-live sites are and whether they are live (going_live.py)."""
     r = registered if isinstance(registered, Mapping) else {}
     listed = set(str(e.get("domain") or "").strip().lower() for e in r.get("sites") or [] if isinstance(e, Mapping))
+    by_id, by_domain = listing_index(r.get("sites"))
     for s in sites:
         if r.get("failed") or "sites" not in r:
             msg = role_message(r.get("msg")) or "no listing returned"
@@ -113,10 +138,21 @@ def apply_site_listing(sites, registered):
             text = ("%s (%s)" % (msg, where) if (r.get("failure") or {}).get("status") in (401, 403)
                     else "%s failed: %s" % (where, msg))
             s.update(stage=DONE, result="error", message="site %s: %s" % (s["site"], text))
+            continue
+        found, how = find_in_listing(s, by_id, by_domain) if needs_listing(s) else (None, None)
+        if found is not None:
+            s.update(stage=s["after_find"], destination=EXISTING)
+            s.update(after_listing(s, found, how))
         elif s["site"].strip().lower() in listed:
             s.update(stage=s["after_find"], destination=EXISTING)
-        else:
+        elif s.get("creatable"):
             s.update(stage="new")
+        else:
+            # Not in the account: the next step says so (site not found), naming the site.
+            s.update(stage=s["after_find"])
+        if s["stage"] == "restore":
+            # a rollback: what the state file recorded decides its first step (or that there is nothing to do)
+            s.update(first_step(s))
 
 
 def outcome_of_new_site(s, r, failed, msg, who):
@@ -167,9 +203,20 @@ def outcome_of_step(step, s, r):
         info = {"site_id": r.get("site_id"), "migration_id": r.get("migration_id"), "record": r.get("record") or {}}
         if failed:
             return {"stage": DONE, "result": "error", "message": who + "reading its migration failed: %s" % msg}
+        if s.get("workflow") == "cutover":
+            if r.get("state") == MIGRATION_SUCCEEDED:
+                return {"stage": DONE, "result": "left_alone", "info": info, "destination": EXISTING,
+                        "migration_id": r.get("migration_id"),
+                        "message": "cutover only (site_migration_workflow=cutover): its migration succeeded earlier"}
+            return {"stage": DONE, "result": "not_migrated", "info": info, "destination": EXISTING,
+                    "message": "site %s: its migration has not succeeded (%s), so it is not cut over: migrate it first "
+                               "(wpcloud.hosting.migrate_site or wpcloud.hosting.go_live)"
+                               % (s["site"], r.get("state") or "no migration")}
         if r.get("state") == MIGRATION_SUCCEEDED:
             return {"stage": DONE, "result": "left_alone", "info": info, "destination": s.get("destination") or EXISTING,
                     "message": "migration succeeded earlier; site_migration_refresh is false"}
+        if s.get("live") and not s.get("live_consented"):
+            return dict(refusal(s), info=info)
         return {"stage": "check", "info": info, "destination": s.get("destination") or EXISTING}
     if step == "check":
         if failed:
@@ -195,6 +242,7 @@ def outcome_of_step(step, s, r):
         running = r.get("state") in RUNNING_STATES
         key = r.get("ssh_id_pub") or ""
         return {"migration": migration, "migration_id": r["migration_id"], "running": running, "ssh_id_pub": key,
+                "backup_first": backup_first(s, r.get("operation")),
                 "stage": "key" if s["install_key"] and key else ("run" if running else "preflight")}
     if step == "key":
         if failed:
@@ -203,7 +251,31 @@ def outcome_of_step(step, s, r):
             return {"stage": DONE, "result": "error", "key_installed": False,
                     "message": who + "installing the generated key on %s failed: %s" % (s["source_host"], detail)}
         return {"stage": "run" if s.get("running") else "preflight", "key_installed": bool(r.get("changed"))}
+    if step == "backup":
+        return outcome_of_backup(s, r, s.get("check_mode"))
+    if step == "restore":
+        return outcome_of_restore(s, r, s.get("check_mode"))
+    if step == "cutover":
+        return outcome_of_cutover(s, r, s.get("check_mode"))
     return outcome_of_wait(step, s, r, msg, who + WAITED[step][0] % s.get("migration_id"))
+
+
+def going_on(s, outcome):
+    """A site's outcome, sent on to the going-live steps still ahead of it: after a check-mode result that stands for
+    a preflight or a run (their preview: the backup, then the cutover), or after its migration succeeded (this run,
+    or earlier for a cutover) the cutover, when it is due (going_live.py cutover_due)."""
+    merged = dict(s, **outcome)
+    if merged.get("stage") != DONE or merged.get("cutover") is not None:
+        return outcome
+    if merged.get("result") == "checked" and merged.get("backup_first") and merged.get("backup") is None:
+        return dict(outcome, stage="backup")
+    if merged.get("result") in ("succeeded", "left_alone", "checked") and merged.get("workflow") != "rollback" \
+            and cutover_due(merged, merged.get("check_mode")) and merged.get("target") is not None \
+            and merged.get("client") is not None \
+            and not (merged.get("destination") == CREATED and not (merged.get("new_site") or {}).get("site_id")):
+        # (a site that check mode would create does not exist yet: nothing to preview)
+        return dict(outcome, stage="cutover")
+    return outcome
 
 
 def run_ended_before_its_start(step, s, r):
@@ -245,7 +317,7 @@ def outcome_of_wait(step, s, r, msg, about):
     if not r.get("ticket_id") and not resumed:
         return {"stage": DONE, "result": "checked", "message": "check mode: %s would be started" % WAITED[step][2]}
     if step == "preflight":
-        return {"stage": "run", "preflight": seen}
+        return {"stage": "backup" if s.get("backup_first") else "run", "preflight": seen}
     return {"stage": DONE, "result": "succeeded", "run": seen,
             "message": "resumed: the run was already active; it ended in state %s" % r.get("state") if resumed else ""}
 
@@ -269,7 +341,7 @@ def advance(fleet, results, upto=None):
             apply_site_listing(sites, results[step])
             continue
         for site, result in pair_results_with_sites(step, sites, results.get(step)):
-            site.update(outcome_of_step(step, site, result))
+            site.update(going_on(site, outcome_of_step(step, site, result)))
             if isinstance(result, Mapping) and result.get("uncertain"):
                 # Writes whose answer was lost, and how a read settled them (module_utils/runtime/uncertain_writes.py).
                 site["uncertain"] = list(site.get("uncertain") or []) + [

@@ -17,6 +17,13 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.cutover import (
+    ALREADY,
+    NOT_CONFIRMED,
+    NOT_REACHED,
+    recap_words,
+)
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.going_live import cutover_due
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance, redacted_args
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import converted
 
@@ -39,8 +46,8 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         record = info.get("record") or {}
         pf, run = s.get("preflight"), s.get("run")
         result = s.get("result") or "not_reached"
-        message = s.get("message") or ("" if result == "succeeded" else "stopped before the fleet steps: see the "
-                                                                        "play output")
+        message = s.get("message") or ("stopped before the fleet steps: see the play output" if result == "not_reached"
+                                       else "")
         sites.append({
             "host": host,
             "site": s.get("site", host),
@@ -48,7 +55,8 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
             "destination": s.get("destination"),
             "new_site": s.get("new_site"),
             "site_id": m["site_id"] if "site_id" in m else info.get("site_id"),
-            "migration_id": m.get("migration_id") or info.get("migration_id"),
+            "migration_id": m.get("migration_id") or info.get("migration_id") or s.get("migration_id")
+            or (s.get("recorded") or {}).get("migration_id"),
             "operation": m.get("operation"),
             "updated_fields": m.get("updated_fields") or [],
             "auth": m.get("auth") or record.get("auth"),
@@ -58,13 +66,23 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
             "run": run,
             "duration": round(float((pf or {}).get("elapsed") or 0) + float((run or {}).get("elapsed") or 0), 3),
             "result": result,
+            # The going-live steps (docs/go-live.md): whether the site was live when the run started, the backup
+            # taken before its run, its cutover (or the switch back of a rollback) and its restore.
+            "workflow": s.get("workflow"),
+            "production_domain": s.get("production_domain"),
+            "live": bool(s.get("live")),
+            "backup": report_backup(s.get("backup")),
+            "cutover": cutover_of(s),
+            "restore": s.get("restore"),
             "diagnosis": s.get("diagnosis"),
             "uncertain": s.get("uncertain") or [],
             "message": message,
         })
-    counts, destinations = {}, {}
+    counts, destinations, cutovers = {}, {}, {}
     for entry in sites:
         counts[entry["result"]] = counts.get(entry["result"], 0) + 1
+        if entry["cutover"]:
+            cutovers[entry["cutover"]["state"]] = cutovers.get(entry["cutover"]["state"], 0) + 1
         if entry["destination"]:
             destinations[entry["destination"]] = destinations.get(entry["destination"], 0) + 1
 
@@ -75,12 +93,38 @@ def report(fleet, hosts, results=None, refresh=True, generated=None):
         "sites_total": len(sites),
         "counts": dict(sorted(counts.items())),
         "destinations": dict(sorted(destinations.items())),
+        "cutovers": dict(sorted(cutovers.items())),
+        "backups": sum(1 for e in sites if e["backup"] and e["backup"]["backup_ids"]),
         "preflight_wait_seconds": longest("preflight"),
         "run_wait_seconds": longest("run"),
         "api_load": api_load_of_run(results),
         "refresh": bool(converted(bool, refresh)),
         "sites": sites,
     }
+
+
+def report_backup(backup):
+    """A site's backup before its run as the report shows it (what the state file records of it left out)."""
+    if not backup:
+        return None
+    return dict((k, v) for k, v in backup.items() if k != "record")
+
+
+def cutover_of(entry):
+    """A site's cutover as the report shows it: what the cutover step did (cutover.py), or why a site that names a
+    production domain was not cut over (not confirmed, or stopped before); ``summary`` in words."""
+    if entry.get("cutover"):
+        cutover = dict(entry["cutover"])
+    elif not entry.get("production_domain") or entry.get("workflow") == "rollback":
+        return None
+    elif entry.get("live") == entry["production_domain"]:
+        # live already, and not cut over again by this run (a refused refresh)
+        cutover = {"state": ALREADY, "domain": entry["production_domain"], "previous_domain": None}
+    else:
+        state = NOT_REACHED if cutover_due(entry, entry.get("check_mode")) else NOT_CONFIRMED
+        cutover = {"state": state, "domain": entry["production_domain"], "previous_domain": entry.get("primary")}
+    cutover["summary"] = recap_words(dict(entry, cutover=cutover), quiet=False)
+    return cutover
 
 
 def report_name(hosts, job_id=None, now=None):
@@ -120,7 +164,7 @@ def merge_reports(reports, generated=None):
     reports = list(reports or [])
     if not reports:
         raise AnsibleFilterError("site_migration_report_merge: no report to merge")
-    sites, owner, counts, destinations = [], {}, {}, {}
+    sites, owner, counts, destinations, cutovers = [], {}, {}, {}, {}
     for number, rep in enumerate(reports, 1):
         if not isinstance(rep, Mapping) or not isinstance(rep.get("sites"), list):
             raise AnsibleFilterError("site_migration_report_merge: item %d is not a site_migration report" % number)
@@ -131,7 +175,8 @@ def merge_reports(reports, generated=None):
                                          "(slice) must cover its own hosts" % (host, owner[host], number))
             owner[host] = number
             sites.append(entry)
-        for total, part in ((counts, rep.get("counts") or {}), (destinations, rep.get("destinations") or {})):
+        for total, part in ((counts, rep.get("counts") or {}), (destinations, rep.get("destinations") or {}),
+                            (cutovers, rep.get("cutovers") or {})):
             for key, value in part.items():
                 total[key] = total.get(key, 0) + int(value)
     refresh = sorted(set(bool(rep.get("refresh")) for rep in reports))
@@ -141,6 +186,8 @@ def merge_reports(reports, generated=None):
         "sites_total": len(sites),
         "counts": dict(sorted(counts.items())),
         "destinations": dict(sorted(destinations.items())),
+        "cutovers": dict(sorted(cutovers.items())),
+        "backups": sum(int(rep.get("backups") or 0) for rep in reports),
         "preflight_wait_seconds": max(float(rep.get("preflight_wait_seconds") or 0) for rep in reports),
         "run_wait_seconds": max(float(rep.get("run_wait_seconds") or 0) for rep in reports),
         # Slices run at the same time: their peaks add up (at most; they need not coincide).

@@ -20,7 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.cutover import planned_diff
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.going_live import cutover_due
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.inputs import lineup, secret_texts
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.rollback import switch_back_due
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import FINE_RESULTS
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.state_records import read_state_record
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.steps import step_arguments
 
@@ -78,16 +83,18 @@ def role_secrets(inputs, spec):
     return set(text for texts in role_secrets_by_variable(inputs, spec).values() for text in texts)
 
 
-def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=None, fleet_problems=()):
+def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=None, fleet_problems=(),
+           read_record=None):
     """The fleet after the phase, lined up for the key install, and what each step did.
 
     ``inputs``: each host's role variables (read through Ansible's variable manager), in the order of ``hosts``;
     ``spec``: the role's argument spec; ``call(module, args, check_mode, by_field)``: a module's result (``by_field``:
     the arguments hold the fields by the service's names, run_in_controller's).
-    ``fleet_problems``: what stops every site before any call (the play's connection).
+    ``fleet_problems``: what stops every site before any call (the play's connection); ``read_record(path)``: a
+    site's state file (state_records.py; by default read from the file).
     Returns ``(fleet, steps)``: the fleet (no credential; its sites at stage key or later), and per step that
     ran, its ``result`` (the module's, for the caller's diff, warnings and facts) and ``sites`` (how many)."""
-    fleet = lineup(inputs, hosts, spec, hostvars, check_mode, fleet_problems)
+    fleet = lineup(inputs, hosts, spec, hostvars, check_mode, fleet_problems, read_record or read_state_record)
     steps, taken = {}, {}
     for step, module, about in PHASE:
         todo = step_arguments(fleet, step, taken, inputs)
@@ -109,6 +116,18 @@ DIFF_PLACES = (("new", "site"), ("allow", None), ("create", "migration"))
 
 def _label(value):
     return str(value).strip().lower()
+
+
+def planned_cutover(entry):
+    """The domain change the run makes to a site after its run (or, in a rollback, after its restore): the site's
+    diff shows it with the setup's changes, so that --diff gives one diff per site (the cutover's task shows none)."""
+    if entry.get("result") is not None and entry.get("result") not in FINE_RESULTS:
+        return None
+    if entry.get("workflow") == "rollback":
+        return planned_diff(entry) if switch_back_due(entry) else None
+    if not cutover_due(entry, entry.get("check_mode")):
+        return None
+    return planned_diff(entry)
 
 
 def site_diffs(steps, fleet):
@@ -133,9 +152,22 @@ def site_diffs(steps, fleet):
                 after.update(diff.get("after") or {})
             else:
                 before[place], after[place] = diff.get("before"), diff.get("after")
+    for entry in fleet:
+        planned = planned_cutover(entry)
+        if planned is not None:
+            header = "site %s" % entry["site"]
+            before, after = merged.setdefault(_label(header), (header, {}, {}))[1:]
+            before.update(planned[0])
+            after.update(planned[1])
     diffs = []
     for entry in fleet:
         header, before, after = merged.pop(_label("site %s" % entry["site"]), (None, None, None))
+        if entry.get("target") not in (None, entry["site"]):
+            # a site found under its production domain: the modules named it by its ID
+            by_target = merged.pop(_label("site %s" % entry["target"]), None)
+            if by_target is not None:
+                header = header or "site %s" % entry["site"]
+                before, after = dict(by_target[1], **(before or {})), dict(by_target[2], **(after or {}))
         if header is not None:
             if _label(entry["site"]) != _label(entry["host"]):
                 header = "%s (host %s)" % (header, entry["host"])

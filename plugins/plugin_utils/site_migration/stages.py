@@ -23,14 +23,22 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
 # The steps of the workflow, in order; a site at stage S takes step S next. "find" and "new" are
 # spec 4.5 rule 1's preferred path: a destination named by domain that the client does not have yet
 # is created with allow_site_migration (so it skips "allow", the irreversible call).
-STEPS = ("find", "new", "info", "check", "allow", "create", "key", "preflight", "run")
+# "backup" (a copy of the destination before a run overwrites it), "restore" and "cutover" (the primary domain
+# switched to the production domain, or back in a rollback) are the going-live steps (docs/go-live.md).
+STEPS = ("find", "new", "info", "check", "allow", "create", "key", "preflight", "backup", "run", "restore", "cutover")
 DONE = "done"
+# What the role does with the sites of a play (site_migration_workflow): migrate them (and cut over the ones whose
+# cutover is confirmed), migrate then cut over every one (go_live), only cut over (cutover), or roll back (rollback).
+WORKFLOWS = ("migrate", "go_live", "cutover", "rollback")
+# The workflows that copy from the source (the others never start a migration run).
+MIGRATING = frozenset(["migrate", "go_live"])
 # Results of a site that is not stopped at the end of the play ("awaiting_provisioning": created, its
 # migration left to the site_provisioned webhook, playbooks/on_site_provisioned.yml).
-FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked", "awaiting_provisioning"])
+# "rolled_back": the rollback workflow restored the site and switched its domain back.
+FINE_RESULTS = frozenset(["succeeded", "left_alone", "checked", "awaiting_provisioning", "rolled_back"])
 # The fine results that changed the site (or, "checked", would in a real run): the site's line of the play
 # recap says "changed"; a site left alone is "ok".
-CHANGED_RESULTS = frozenset(["succeeded", "checked", "awaiting_provisioning"])
+CHANGED_RESULTS = frozenset(["succeeded", "checked", "awaiting_provisioning", "rolled_back"])
 # How a site came to be a destination (the report's "destination").
 CREATED = "created"
 EXISTING = "existing"
@@ -39,7 +47,8 @@ EXISTING = "existing"
 PREFIX = "site_migration_"
 # The wait of each step ends after the role's timeout variable of that step.
 STEP_TIMEOUT = {"new": "site_migration_create_timeout", "preflight": "site_migration_preflight_timeout",
-                "run": "site_migration_run_timeout"}
+                "run": "site_migration_run_timeout", "backup": "site_migration_backup_timeout",
+                "restore": "site_migration_backup_timeout", "cutover": "site_migration_cutover_timeout"}
 # The role variables that describe a site to create, by the site module's option.
 NEW_SITE = ("admin_user", "admin_email", "admin_pass", "php_version")
 # The steps that start a ticket and wait for it: what the messages call it, what to do after a timeout,
@@ -72,6 +81,8 @@ EMPTY_HINTS = {
     "admin_email": "set the new site's WordPress administrator e-mail address",
     "admin_pass": "leave it unset to have the service generate the administrator's password",
     "php_version": "leave it unset for the service's default PHP version",
+    "production_domain": "set the domain the site goes live on, or leave it unset for no cutover",
+    "overwrite_live": "leave it unset, or set it to the live site's domain to refresh that live site from its source",
 }
 
 _OPTION_RE = re.compile(r"(?<![\w.-])(%s)(?![\w-])" % "|".join(sorted(ROLE_VARIABLES, key=len, reverse=True)))

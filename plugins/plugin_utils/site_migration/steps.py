@@ -19,7 +19,17 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary
     ROLE_VARIABLES,
     SECRET_PARAMS,
 )
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.backup_first import backup_arguments
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.cutover import (
+    cutover_arguments,
+    recap_words,
+)
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.outcomes import advance
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.rollback import restore_arguments
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.state_records import (
+    backup_records,
+    final_records,
+)
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.stages import (
     CHANGED_RESULTS,
     ALL_CREDENTIALS,
@@ -30,6 +40,8 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.sta
     STEPS,
 )
 
+# The module arguments of the going-live steps, for the sites at their stage.
+GOING_LIVE_ARGUMENTS = {"backup": backup_arguments, "restore": restore_arguments, "cutover": cutover_arguments}
 # The fields' variables that the line-up resolves (from the source host when unset): a site of the fleet holds
 # each under the variable's name without the prefix.
 LINED_UP = ("remote_host", "remote_port", "remote_user")
@@ -51,7 +63,8 @@ def migration_arguments(sites, inputs):
     without the prefix). Only the credentials of the site's site_migration_auth are taken."""
     items = []
     for s, given in sites_with_inputs(sites, inputs, "check and create steps"):
-        item = {"site": s["site"], "update_secret": given.get(ROLE_VARIABLES["update_secret"]),
+        # (target: the site's ID when the name it is given has left it at its cutover, else that name)
+        item = {"site": s.get("target") or s["site"], "update_secret": given.get(ROLE_VARIABLES["update_secret"]),
                 "state_file": "%s/%s.json" % (given.get(PREFIX + "state_dir"), s["site"])}
         for variable, field in ROLE_FIELDS.items():
             if variable[len(PREFIX):] in LINED_UP:
@@ -81,20 +94,30 @@ def step_arguments(fleet, name, results=None, inputs=None):
     """What step ``name`` does: its module arguments for the sites at that stage, and ``fleet``, the fleet
     that took in the results of the steps before (see the doc). Given the ``fleet`` of the step before,
     only that step's result is new to it: no result is taken in twice."""
-    if name not in STEPS + ("stop",):
-        raise AnsibleFilterError("site_migration_step: unknown step %r (one of %s, stop)" % (name, ", ".join(STEPS)))
-    fleet = advance(fleet, results, upto=None if name == "stop" else name)
+    if name not in STEPS + ("stop", "record"):
+        raise AnsibleFilterError("site_migration_step: unknown step %r (one of %s, stop, record)"
+                                 % (name, ", ".join(STEPS)))
+    fleet = advance(fleet, results, upto=None if name in ("stop", "record") else name)
     if name == "stop":
         return recap(fleet)
+    if name == "record":
+        # What the state files keep of this run's going-live steps (none in check mode).
+        return {"records": final_records(fleet, any(s.get("check_mode") for s in fleet))}
     sites = [s for s in fleet if s.get("stage") == name]
     todo = {"count": len(sites), "fleet": fleet}
+    if name == "run":
+        # The backups just taken, recorded before the run overwrites the sites (the rollback point).
+        todo["records"] = backup_records(fleet, any(s.get("check_mode") for s in fleet))
+    if name in GOING_LIVE_ARGUMENTS:
+        todo.update(GOING_LIVE_ARGUMENTS[name](sites) if sites else {"client": None, "sites": []})
+        return todo
     if name == "find":
         todo["client"] = sites[0]["client"] if sites else None
     elif name == "new":
         todo.update(new_site_arguments(sites, inputs) if sites else {"client": None, "sites": []})
         todo["holds_secrets"] = any("admin_pass" in item for item in todo["sites"])
     elif name in ("info", "allow"):
-        todo["sites"] = [s["site"] for s in sites]
+        todo["sites"] = [s.get("target") or s["site"] for s in sites]
     elif name in ("check", "create"):
         todo["migrations"] = migration_arguments(sites, inputs) if sites else []
         todo["holds_secrets"] = any(field in item for item in todo["migrations"] for field in SECRET_PARAMS)
@@ -123,10 +146,15 @@ def step_arguments(fleet, name, results=None, inputs=None):
 
 
 def recap(fleet):
-    """What the play recap shows of each site (step "stop"): the hosts to stop, with their message, and
-    the hosts whose run changed them (or would, in check mode)."""
-    return {"stopped": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS),
-            "changed": dict((s["host"], True) for s in fleet if s.get("result") in CHANGED_RESULTS)}
+    """What the play recap shows of each site (step "stop"): the hosts to stop, with their message, the hosts whose
+    run changed them (or would, in check mode: a cutover too), and what each site's line says of its cutover."""
+    said = dict((s["host"], recap_words(s)) for s in fleet)
+    outcome = {"stopped": dict((s["host"], s["message"]) for s in fleet if s.get("result") not in FINE_RESULTS),
+               "changed": dict((s["host"], True) for s in fleet if s.get("result") in CHANGED_RESULTS
+                               or (s.get("cutover") or {}).get("state") in ("switched", "would_switch"))}
+    if any(said.values()):
+        outcome["cutover"] = dict((host, words) for host, words in said.items() if words)
+    return outcome
 
 
 def shortest_poll_max_interval(sites):

@@ -6,6 +6,8 @@ physical limit, for fleets of N destination sites (docs/performance.md).
         [--preflight 2 --run 10] [--baseline-max 100] [--docs] [--profile 100]
     .venv/bin/python tests/benchmarks/fleet/run.py --durations 10,60,300 --sizes 1,100 [--repeats 2]
         [--long-repeats 1]      # the adaptive waits (issue 26): today's fixed 1 s polls against the schedule
+    .venv/bin/python tests/benchmarks/fleet/run.py --golive --sizes 1,100 --repeats 3 [--docs]
+        # going live (issue 37): N sites cut over in one run, the cutover again, and go_live (backup, refresh, cutover)
 
 Per N, each against a fresh emulator (tests/support/emulator, scripted executor, every site the same
 preflight/run durations, loopback only):
@@ -316,6 +318,8 @@ def bench(args, workroot):
                "long_repeats": args.long_repeats}
     if args.durations:
         return durations(args, workroot, results)
+    if args.golive:
+        return golive(args, workroot, results)
     if args.repeats > 1 or args.versions:
         return interleaved(args, workroot, results)
     for n in args.sizes:
@@ -382,6 +386,88 @@ def interleaved(args, workroot, results):
             with open(os.path.join(workroot, "results.json"), "w") as handle:
                 json.dump(results, handle, indent=1)
     return results
+
+
+# ------------------------------------------------------------------------------------------ going live
+
+GOLIVE_MARKERS = ("<!-- golive-table:start -->", "<!-- golive-table:end -->")
+# What each measured run of --golive is, in order on its fleet (the migrate runs only set the fleet up).
+GOLIVE_RUNS = (("cutover", "cutover.yml", "the cutover of N migrated sites in one run (cutover.yml)"),
+               ("cutover_again", "cutover.yml", "the same again: every production domain primary already"),
+               ("go_live", "go_live.yml", "go_live.yml on another fleet: a backup first, the refresh, the cutover"))
+
+
+def golive_fleet(workdir, n, args):
+    """A fleet whose sites name a production domain (every other one keeps its old domain as an alias), back up
+    before a refresh, and belong to the emulator's client."""
+    fleet = Fleet(workdir, n, args)
+    with open(fleet.inventory) as handle:
+        inventory = json.load(handle)
+    sites = inventory["all"]["children"]["wpcloud_sites"]
+    sites["vars"].update(site_migration_client=fleet.emu.client, site_migration_backup_before_refresh=True)
+    for i, host in enumerate(sorted(sites["hosts"])):
+        sites["hosts"][host].update(site_migration_production_domain="live-%04d.example" % (i + 1),
+                                    site_migration_keep_old_domain_as_alias=i % 2 == 0)
+    with open(fleet.inventory, "w") as handle:
+        json.dump(inventory, handle, indent=1)
+    return fleet
+
+
+def golive(args, workroot, results):
+    """--golive: per size and repeat, interleaved (1, 100, 1, 100 ...): a fleet migrated (not measured), then cut over
+    in one run and cut over again; another fleet migrated, then taken live by go_live (its backups, refresh and
+    cutover). Each measured run: wall, controller CPU, the API calls per site by endpoint, the machine's load."""
+    results["golive"] = [name for name, dummy, dummy in GOLIVE_RUNS]
+    confirm = ["-e", "site_migration_confirm_cutover=true"]
+    for repeat in range(args.repeats):
+        for n in args.sizes:
+            for fleet_name, runs in (("cut", GOLIVE_RUNS[:2]), ("live", GOLIVE_RUNS[2:])):
+                fleet = golive_fleet(os.path.join(workroot, "golive-n%d-r%d-%s" % (n, repeat, fleet_name)), n, args)
+                try:
+                    log("N=%d going live, fleet %s (repeat %d of %d), load average %s"
+                        % (n, fleet_name, repeat + 1, args.repeats, open("/proc/loadavg").read().split()[0]))
+                    setup = fleet.play("migrate", os.path.join(args.collection, "playbooks", "migrate_site.yml"))
+                    if setup["rc"] != 0:
+                        raise SystemExit("the fleet's first migration failed: %s" % setup["output"])
+                    for name, playbook, dummy in runs:
+                        run = fleet.play(name, os.path.join(args.collection, "playbooks", playbook), extra=confirm)
+                        run.update(kind=name, repeat=repeat, per_site=dict(
+                            (k, round(v / float(n), 2)) for k, v in run["by_endpoint"].items()))
+                        results["runs"].append(run)
+                        log("  %s: wall %.1fs cpu %.1fs writes %d reads %d other load %.2f cores"
+                            % (name, run["wall"], run["cpu"], run["writes"], run["reads"], run["others_cores"]))
+                finally:
+                    fleet.stop()
+                with open(os.path.join(workroot, "results.json"), "w") as handle:
+                    json.dump(results, handle, indent=1)
+    return results
+
+
+def golive_tables(results):
+    runs = results["runs"]
+    rows = ["| run | N | runs | wall s (median; each) | controller CPU-s (median) | API calls per site: reads / writes "
+            "(median) | other load, cores (each) | 1-min load average (each) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    sizes = sorted(set(r["n"] for r in runs))
+    for name, dummy, about in GOLIVE_RUNS:
+        for n in sizes:
+            mine = [r for r in runs if r.get("kind") == name and r["n"] == n]
+            if not mine:
+                continue
+            rows.append("| %s | %d | %d | %.1f (%s) | %.1f | %.1f / %.1f | %s | %s |" % (
+                name, n, len(mine), median([r["wall"] for r in mine]), ", ".join("%.1f" % r["wall"] for r in mine),
+                median([r["cpu"] for r in mine]), median([r["reads"] / float(n) for r in mine]),
+                median([r["writes"] / float(n) for r in mine]), ", ".join("%.2f" % r["others_cores"] for r in mine),
+                ", ".join(r["loadavg_start"] for r in mine)))
+    calls = ["| run | N | API calls per site by endpoint (the last run) |", "| --- | --- | --- |"]
+    for name, dummy, about in GOLIVE_RUNS:
+        for n in sizes:
+            mine = [r for r in runs if r.get("kind") == name and r["n"] == n]
+            if mine:
+                calls.append("| %s | %d | %s |" % (name, n, ", ".join(
+                    "%s %g" % (k, v) for k, v in sorted(mine[-1]["per_site"].items()))))
+    legend = "\n".join("* `%s`: %s." % (name, about) for name, dummy, about in GOLIVE_RUNS)
+    return "\n".join(rows) + "\n\n" + "\n".join(calls) + "\n\n" + legend
 
 
 # ------------------------------------------------------------------------------------------ durations
@@ -642,6 +728,14 @@ def targets(results):
 
 
 def render(results):
+    if results.get("golive"):
+        head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run %gs, accept delay %gs, poll "
+                "interval %gs, the emulator's domain job 0.2 + 1.0 s and backups 1.0 s (its defaults); sizes "
+                "interleaved, %d repeats, medians." % (
+                    " ".join(["tests/benchmarks/fleet/run.py"] + results["argv"]), results["started"],
+                    results.get("git", "unknown"), results["forks"], results["preflight"], results["run"],
+                    results["accept_delay"], results["poll"], results["repeats"]))
+        return "\n\n".join([head, golive_tables(results)])
     if results.get("durations"):
         head = ("Generated by `%s` on %s (collection at %s): forks %d, preflight %gs, run D s, accept delay %gs, "
                 "poll interval %gs; schedules interleaved (today = poll_max_interval %g, after = the default), "
@@ -832,6 +926,9 @@ def main(argv=None):
     parser.add_argument("--durations", type=lambda text: [float(x) for x in text.split(",") if x.strip()],
                         help="run durations D (s) to compare today's fixed 1 s polls with the adaptive schedule "
                              "(issue 26), e.g. 10,60,300; with --sizes 1,100")
+    parser.add_argument("--golive", action="store_true",
+                        help="going live (issue 37): N sites cut over in one run, the cutover again, and go_live; "
+                             "with --sizes 1,100 --repeats 3")
     parser.add_argument("--long-repeats", type=int, default=1,
                         help="with --durations: repeats of the runs of D >= 300 s (default 1)")
     parser.add_argument("--workdir", help="default tests/benchmarks/fleet/work/<timestamp> (gitignored)")
@@ -866,7 +963,10 @@ def main(argv=None):
     text = render(results)
     print()
     print(text)
-    if args.docs:
+    if args.docs and results.get("golive"):
+        update_doc(text, GOLIVE_MARKERS)
+        log("updated %s" % DOC)
+    elif args.docs:
         polling = bool(results.get("durations"))
         update_doc(text, POLLING_MARKERS if polling else (START, END))
         plot(results_path, POLLING_PLOT if polling else PLOT)

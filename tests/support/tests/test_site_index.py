@@ -21,8 +21,8 @@ CONNECTION = ("wpcloud_api_url", "wpcloud_api_key", "wpcloud_ca_path", "wpcloud_
               "wpcloud_rate_limit")
 INTERNAL = {"fleet_vars", "report_file", "site_migration_setup", "site_migration_recap", "site_migration_lineup",
             "site_migration_step", "site_migration_report", "site_migration_report_name", "site_migration_report_merge",
-            "site_migration_waiting"}
-GUIDES = ["getting-started", "fleet", "migration", "webhooks", "awx"]
+            "site_migration_waiting", "site_migration_record", "site_migration_domain_event"}
+GUIDES = ["getting-started", "fleet", "migration", "go-live", "webhooks", "awx"]
 
 
 def page(path, h1, body="", sidebar=()):

@@ -52,6 +52,12 @@ description:
   - C(meta.event) is the normalised event name, hyphens turned into underscores (the owner's panel
     does the same, so the service may send C(site-provisioned) for C(site_provisioned)); match rules
     on it. C(payload.event) stays as sent, and the signature is checked over that exact text.
+  - The going-live events pass through as any other - C(domain_name_changed) (C(payload.data) with
+    C(passed_old), C(passed_new), C(then_api_current) and C(then_db_siteurl)) after a primary domain or alias
+    change, and C(on-demand-backup) (matched as C(on_demand_backup); C(payload.data) with C(state)
+    C(acknowledged), C(created) or C(deleted), C(action), C(atomic_backup_request_id), C(atomic_backup_id), C(type))
+    for each state of a backup. The sample rulebook confirms a cutover with the first (playbook
+    C(wpcloud.hosting.on_domain_name_changed)) and records the second.
   - C(GET /healthz) answers 200 with counters (no secrets), including C(key_count) and
     C(verified_by_key), the deliveries stored per matching key position (used to check a key rotation).
   - Bodies larger than O(max_body_size) get 413; a body that is not a JSON object (malformed, nested
@@ -230,6 +236,18 @@ EXAMPLES = r"""
       action:
         run_playbook:
           name: wpcloud.hosting.on_site_provisioned   # its last task: wpcloud.hosting.webhook_ack
+    - name: a domain changed (a cutover confirmed, or not)
+      condition: event.meta.event == "domain_name_changed"
+      action:
+        run_playbook:
+          name: wpcloud.hosting.on_domain_name_changed
+    - name: an on-demand backup acknowledged, created or deleted
+      condition: event.meta.event == "on_demand_backup"       # normalised: sent as on-demand-backup
+      action:
+        run_playbook:
+          name: wpcloud.hosting.record_webhook_event
+          extra_vars:
+            wpcloud_webhook_record_file: backups.jsonl
 """
 
 # The source's parts live in plugins/module_utils/webhook/ (their map: docs/design.md, Layout). It runs in two

@@ -74,3 +74,15 @@ def test_another_variable_by_name_and_an_undefined_one_named_in_the_error():
     assert missing["failed"] is True and "'my_recap'" in missing["msg"] and "not defined" in missing["msg"]
     wrong = run({}, {"site_migration__recap": ["a.example"], "inventory_hostname": "a.example"})
     assert wrong["failed"] is True and "must hold a dict" in wrong["msg"]
+
+
+def test_a_site_line_says_its_cutover_at_every_verbosity():
+    recap = {"stopped": {"b.example": "b failed"}, "changed": {"a.example": True},
+             "cutover": {"a.example": "cut over to shop.example; SSL issued", "b.example": "the cutover failed"}}
+    said = run({}, {"site_migration__recap": recap, "inventory_hostname": "a.example"})
+    assert said["msg"] == "cut over to shop.example; SSL issued" and said["_ansible_verbose_always"] is True
+    # a stopped site says its failure; one with nothing to say is quiet
+    stopped = run({}, {"site_migration__recap": recap, "inventory_hostname": "b.example"})
+    assert stopped["msg"] == "b failed" and "_ansible_verbose_always" not in stopped
+    quiet = run({}, {"site_migration__recap": recap, "inventory_hostname": "c.example"})
+    assert "msg" not in quiet and "_ansible_verbose_always" not in quiet

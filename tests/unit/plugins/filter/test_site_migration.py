@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from ansible_collections.wpcloud.hosting.plugins.filter import site_migration as sm
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service import vocabulary
-from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import inputs, outcomes, report, stages, steps
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import (
+    domain_event,
+    inputs,
+    outcomes,
+    report,
+    stages,
+    steps,
+)
 
 
 def test_the_filters_are_registered():
@@ -18,7 +25,8 @@ def test_the_filters_are_registered():
                                            "site_migration_report": report.report,
                                            "site_migration_waiting": inputs.waiting,
                                            "site_migration_report_merge": report.merge_reports,
-                                           "site_migration_report_name": report.report_name}
+                                           "site_migration_report_name": report.report_name,
+                                           "site_migration_domain_event": domain_event.domain_event}
 
 
 def test_the_vocabulary_comes_from_module_utils():

@@ -205,7 +205,8 @@ def test_the_lineup_refuses_inputs_that_do_not_match_the_hosts():
 
 
 @pytest.mark.parametrize("given, expected", [
-    ({"site_migration_client": "demo"}, "set site_migration_admin_user too"),
+    ({"site_migration_client": "demo", "site_migration_admin_email": "a@example.com"},
+     "set site_migration_admin_user too"),
     ({"site_migration_client": "demo", "site_migration_admin_user": "admin"}, "set site_migration_admin_email too"),
     ({"site_migration_admin_email": "a@example.com"},
      "site_migration_admin_email describes a destination site the role creates: set site_migration_client too"),

@@ -27,11 +27,12 @@ from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_mi
 
 # ----------------------------------------------------------------------------------------- report and stop
 
-REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "preflight_wait_seconds", "run_wait_seconds", "api_load",
-               "refresh", "sites"}
+REPORT_KEYS = {"generated", "sites_total", "counts", "destinations", "cutovers", "backups", "preflight_wait_seconds",
+               "run_wait_seconds", "api_load", "refresh", "sites"}
 SITE_KEYS = {"host", "site", "destination", "new_site", "site_id", "migration_id", "operation", "updated_fields",
              "auth", "remote",
-             "key_installed", "preflight", "run", "duration", "result", "diagnosis", "uncertain", "message"}
+             "key_installed", "preflight", "run", "duration", "result", "diagnosis", "uncertain", "message",
+             "workflow", "production_domain", "live", "backup", "cutover", "restore"}
 
 
 def test_the_report_covers_every_host_and_keeps_its_keys():

@@ -71,3 +71,22 @@ def test_a_site_the_role_creates_shows_the_site_and_its_migration(fake_api, tmp_
     assert found[0]["before"]["site"] == {"state": "absent"}
     assert found[0]["after"]["site"]["allow_site_migration"] is True and found[0]["after"]["migration"]["auth"]
     assert ADMIN_PASS not in json.dumps(found)
+
+
+def test_the_cutover_the_run_makes_is_in_the_sites_one_diff(fake_api, tmp_path):
+    """The domain change of a confirmed cutover (issue 37) joins the site's diff, with its migration's changes: the
+    listing says the site's primary domain now; no second diff comes from the cutover's task."""
+    fake_api.add_site("1001")
+    fake_api.add_site("1002")
+    cutover = {"site_migration_client": "acme", "site_migration_production_domain": "live.example",
+               "site_migration_confirm_cutover": True, "site_migration_keep_old_domain_as_alias": True}
+    found = diffs(fake_api, tmp_path, {"dest1.example": password_site("1001", **cutover),
+                                       "dest2.example": password_site("1002", site_migration_client="acme",
+                                                                      site_migration_production_domain="b.example")})
+    first, second = found
+    assert first["before_header"] == "site 1001 (host dest1.example)"
+    assert first["before"]["primary_domain"] == "1001.example"
+    assert first["after"]["primary_domain"] == "live.example" and first["after"]["kept_as_alias"] == "1001.example"
+    assert "migration" in first["after"]
+    # not confirmed: no domain change in its diff
+    assert "primary_domain" not in second["after"] and "primary_domain" not in second["before"]
