@@ -70,7 +70,10 @@ def test_docs_name_code_where_it_is():
 # an example is copied into inventories and silently ignored there (issue 38). Besides the role's options
 # (meta/argument_specs.yml) the name may be one of the collection's plugins, the role's own facts and groups,
 # its internal variables (two underscores) or a prefix the text completes (`site_migration_remote_*`).
-ROLE_NAMES_OTHER_THAN_OPTIONS = {"site_migration_report", "site_migration_stopped", "site_migration_slice_report_"}
+ROLE_NAMES_OTHER_THAN_OPTIONS = {"site_migration_report", "site_migration_report_file", "site_migration_stopped",
+                                 "site_migration_slice_report_"}
+# The misspelling the role's warning is shown with, named as one where it stands (file, name).
+MISSPELT_ON_PURPOSE = {("docs/migration.md", "site_migration_confirm_overwite")}
 ROLE_NAME = re.compile(r"\bsite_migration_[a-z_]*[a-z]_?(?![a-z_])")
 
 
@@ -97,7 +100,8 @@ def test_docs_name_only_role_variables_the_role_knows():
              or (p.startswith("playbooks/") and p.endswith(".yml"))]
     assert "docs/examples/inventory.yml" in texts and "docs/getting-started.md" in texts
     unknown = ["%s:%d: %s" % (name, line, word) for name in texts
-               for line, word in unknown_role_names((ROOT / name).read_text(errors="replace"), known)]
+               for line, word in unknown_role_names((ROOT / name).read_text(errors="replace"), known)
+               if (name, word) not in MISSPELT_ON_PURPOSE]
     assert unknown == []
 
 
