@@ -194,7 +194,15 @@ def test_go_live_from_migration_to_rollback(golive):
     recap = _recap(output)
     assert recap["a.example"]["failed"] == 1 and recap["b.example"]["failed"] == 0
 
-    # -- 7. roll a back: the copy before the go-live refresh, byte for byte, and its old domain
+    # -- 7. a rollback that does not name its sites is refused before any request (no default group)
+    mark = len(emu.requests_log())
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(golive.inventory()), "wpcloud.hosting.rollback_site",
+                           "-e", "site_migration_confirm_rollback=true"], capture_output=True, text=True,
+                          env=ansible_env(golive.base), cwd=str(golive.base), timeout=300, check=False)
+    assert proc.returncode != 0 and "wpcloud_rollback_hosts is required" in proc.stdout + proc.stderr
+    assert emu.requests_log()[mark:] == []
+
+    # -- 7b. roll a back: the copy before the go-live refresh, byte for byte, and its old domain
     backup_ids = golive.state("a.example")["pre_refresh_backup"]["backup_ids"]
     rc, output, report, sites, writes = golive.play(
         "wpcloud.hosting.rollback_site", "-e", "wpcloud_rollback_hosts=a.example",
