@@ -11,7 +11,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, quote_plus
@@ -21,14 +20,16 @@ HERE = Path(__file__).resolve().parent
 EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
 SUPPORT_DIR = ROOT / "tests" / "support"     # webhook_harness
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
-CALLBACK_DIR = HERE / "callback_plugins"
 ACTION_DIR = HERE / "action_plugins"
-BIN = Path(sys.executable).parent
 for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-import webhook_harness  # noqa: E402  (tests/support, on sys.path above)
+import playbooks  # noqa: E402  (tests/support, on sys.path above)
+import webhook_harness  # noqa: E402
+
+BIN = playbooks.BIN
+localhost_inventory = playbooks.localhost_inventory   # the one harness's, as rs.localhost_inventory in the tests
 
 wait_for = webhook_harness.wait_for   # the one harness's, as rs.wait_for in the tests
 
@@ -207,15 +208,6 @@ def describe_hits(hits, limit=40):
 
 # --------------------------------------------------------------------------------------- ansible
 
-def collection_tree(base):
-    tree = Path(base) / "collections"
-    link = tree / "ansible_collections" / "wpcloud" / "hosting"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT)
-    return tree
-
-
 @dataclass
 class PlaybookRun:
     proc: subprocess.CompletedProcess
@@ -243,55 +235,28 @@ class PlaybookRun:
 
 
 def ansible_env(base, out_dir, name, extra=None):
-    env = dict(os.environ)
-    for drop in ("WPCLOUD_API_URL", "WPCLOUD_API_KEY", "WPCLOUD_CA_PATH", "WPCLOUD_WEBHOOK_HMAC_KEYS"):
-        env.pop(drop, None)
-    env.update({
-        "ANSIBLE_COLLECTIONS_PATH": str(collection_tree(base)),
-        "ANSIBLE_HOME": str(Path(out_dir) / ".ansible-home"),
-        "ANSIBLE_LOCAL_TEMP": str(Path(out_dir) / ".ansible-tmp"),
-        "ANSIBLE_CONFIG": str(Path(base) / "no-ansible.cfg"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_RETRY_FILES_ENABLED": "0",
-        "ANSIBLE_HOST_KEY_CHECKING": "0",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
-        "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACK_DIR),
+    """playbooks.ansible_env, clean (no ansible.cfg, no service settings from the environment), with the
+    reliability_json callback and the fault-injecting action plugins; the log and the callback's records
+    of the run ``name`` go to ``out_dir`` (the final scan reads them)."""
+    return playbooks.ansible_env(base, home=out_dir, clean=True, **{
+        "ANSIBLE_CALLBACK_PLUGINS": str(playbooks.CALLBACK_DIR),
         "ANSIBLE_CALLBACKS_ENABLED": "reliability_json",
         "ANSIBLE_ACTION_PLUGINS": str(ACTION_DIR),
         "ANSIBLE_LOG_PATH": str(Path(out_dir) / ("%s.ansible.log" % name)),
         "RELIABILITY_JSON_OUT": str(Path(out_dir) / ("%s.callback.jsonl" % name)),
-        "PATH": "%s:%s" % (BIN, env.get("PATH", "")),
-    })
-    env.update({k: str(v) for k, v in (extra or {}).items()})
-    return env
+        **(extra or {})})
 
 
 def run_playbook(base, out_dir, name, playbook, inventory, args=(), env=None, verbosity="-vvvv", timeout=600):
-    """ansible-playbook with the JSON callback, a log file and captured output, all kept in out_dir."""
+    """playbooks.run_playbook with the JSON callback, a log file and captured output, all kept in out_dir."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
-    if verbosity:
-        cmd.append(verbosity)
-    cmd += [str(a) for a in args]
-    started = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(base, out_dir, name, env),
-                          timeout=timeout, cwd=str(base), check=False)
-    elapsed = time.monotonic() - started
+    proc, _output = playbooks.run_playbook(base, playbook, args=([verbosity] if verbosity else []) + list(args),
+                                           env=ansible_env(base, out_dir, name, env), check=False,
+                                           timeout=timeout, inventory=inventory)
     (out_dir / ("%s.stdout" % name)).write_text(proc.stdout)
     (out_dir / ("%s.stderr" % name)).write_text(proc.stderr)
-    return PlaybookRun(proc, out_dir, name, elapsed)
-
-
-def localhost_inventory(base, extra_vars=None):
-    path = Path(base) / "localhost.json"
-    host_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    host_vars.update(extra_vars or {})
-    path.write_text(json.dumps({"all": {"hosts": {"localhost": host_vars}}}))
-    return path
+    return PlaybookRun(proc, out_dir, name, proc.elapsed)
 
 
 def write_vault(path, data, vault_password_file, base):
@@ -315,3 +280,4 @@ def dump_request_log(emu, out_dir, name):
 
 def writes(log, endpoint=None):
     return [e for e in log if e.get("write") and (endpoint is None or e["endpoint"] == endpoint)]
+
