@@ -28,7 +28,7 @@ ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
 SUITES := units integration system support reliability sanity-2.21 sanity-2.16 gates
 
 .PHONY: help setup system-packages get-pip tree test units integration system support \
-        reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
+        reliability soak sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
@@ -39,7 +39,8 @@ help:
 	@echo "make integration  ansible-test integration --local against a fresh emulator"
 	@echo "make system       pytest tests/system: the collection end to end (playbooks, role, runner, webhooks)"
 	@echo "make support      pytest tests/support/tests: the test doubles' own tests (emulator, source host, tools)"
-	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks (summary table)"
+	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks and crashes (summary table)"
+	@echo "make soak         long experiments out of make test: twenty random SIGKILLs of the webhook rulebook (10-15 min)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
 	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, docs site, changelog, ansible-builder"
@@ -168,22 +169,39 @@ support: setup
 
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
 # prints the summary table (docs/reliability.md).
-# The webhook crash file (twenty kills, mostly waiting for ansible-rulebook to restart) runs beside the
-# rest, each part in its own pytest session with its own final scan for the canaries; one table of both.
-REL_CRASH := tests/reliability/test_rel_webhook_crash.py
+# The suite mostly waits (on the emulator's fault windows, uncertain writes' in-flight windows, ansible-rulebook
+# restarting): its longest parts run side by side, each in a pytest session of its own with its own final scan
+# for the canaries (REL_LAST), the rest in one more; summary_table.py prints one table of them all.
+# REL_PARTS: name=tests (a file or a test's node id) ...
 REL_LAST  := tests/reliability/test_rel_zz_artifacts.py
+REL_PARTS := crash=tests/reliability/test_rel_webhook_crash.py \
+             fleet=tests/reliability/test_rel_faults.py::test_fleet_of_100_sites_converges_under_faults \
+             secrets=tests/reliability/test_rel_secrets.py
 reliability: setup
 	@rm -f $(BUILD)/skipped/$@; mkdir -p $(BUILD)/reliability; rm -f $(BUILD)/reliability/*
 	@run() { PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/reliability/$$1.json \
 		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider "$${@:2}" > $(BUILD)/reliability/$$1.log 2>&1; }; \
-	run rest tests/reliability --ignore $(REL_CRASH) & rest=$$!; \
-	run crash $(REL_CRASH) $(REL_LAST) & crash=$$!; \
-	rc=0; wait $$rest || rc=1; wait $$crash || rc=1; \
-	for part in rest crash; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
-	if [ -f $(BUILD)/reliability/rest.json ] && [ -f $(BUILD)/reliability/crash.json ]; then \
-		$(VENV)/bin/python tests/reliability/summary_table.py $(BUILD)/reliability/rest.json $(BUILD)/reliability/crash.json; \
-	fi; \
+	names=""; pids=""; rest=""; \
+	for part in $(REL_PARTS); do \
+		tests=$${part#*=}; run $${part%%=*} $$tests $(REL_LAST) & names="$$names $${part%%=*}"; pids="$$pids $$!"; \
+		case $$tests in *::*) rest="$$rest --deselect $$tests";; *) rest="$$rest --ignore $$tests";; esac; \
+	done; \
+	run rest tests/reliability $$rest & names="$$names rest"; pids="$$pids $$!"; \
+	rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
+	for part in $$names; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
+	jsons=""; for part in $$names; do [ ! -f $(BUILD)/reliability/$$part.json ] || jsons="$$jsons $(BUILD)/reliability/$$part.json"; done; \
+	[ -z "$$jsons" ] || $(VENV)/bin/python tests/reliability/summary_table.py $$jsons; \
 	exit $$rc
+
+# Long experiments out of make test, whose contract deterministic tests of make test pin at each point
+# (docs/reliability.md, "make soak"): the twenty random SIGKILLs of the webhook crash experiment, with the
+# final scan for the canaries and the summary table. Output in $(BUILD)/soak/.
+SOAK_TESTS := tests/reliability/test_rel_webhook_crash_soak.py
+soak: setup
+	@mkdir -p $(BUILD)/soak; rm -f $(BUILD)/soak/*
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/soak/soak.json \
+		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider --soak --basetemp $(BUILD)/soak/work \
+		$(SOAK_TESTS) $(REL_LAST) 2>&1 | tee $(BUILD)/soak/soak.log; exit $${PIPESTATUS[0]}
 
 sanity: sanity-2.21 sanity-2.16
 

@@ -281,3 +281,37 @@ def dump_request_log(emu, out_dir, name):
 def writes(log, endpoint=None):
     return [e for e in log if e.get("write") and (endpoint is None or e["endpoint"] == endpoint)]
 
+
+# --------------------------------------------------------------------------------------- webhook crashes
+
+def run_crash_experiment(name, experiment, kills):
+    """Runs ``kills`` on ``experiment`` and records the figures. A kill: repetition()'s keyword arguments,
+    and optionally the burst's ``kinds`` and ``gap`` for that repetition."""
+    try:
+        for kill in kills:
+            kill = dict(kill)
+            for setting in ("kinds", "gap"):
+                if setting in kill:
+                    setattr(experiment, setting, kill.pop(setting))
+            # each repetition waits for every delivery accepted so far: after one that did not recover, the
+            # rest would each wait out recover_timeout for the same delivery (84 minutes of a CI run)
+            if experiment.repetition(**kill)["recover_s"] is None:
+                break
+    finally:
+        experiment.stop()
+    summary = experiment.summary()
+    out = experiment.workdir
+    (out / "results.json").write_text(json.dumps({"repetitions": experiment.results, "summary": summary}, indent=1))
+    sys.stderr.write("%s: %s\n" % (name, json.dumps(summary)))
+    SUMMARY["webhook_crash"] = summary
+    SUMMARY["lost_events"] = (SUMMARY["lost_events"] or 0) + len(summary["lost_any_repetition"])
+    return summary
+
+
+def assert_no_delivery_lost(experiment, summary, repetitions, burst):
+    stuck = [r for r in experiment.results if r["recover_s"] is None]
+    assert not stuck, "did not recover within %ss (no repetition after it was run): %s" % (
+        experiment.recover_timeout, stuck)
+    assert summary["repetitions"] == repetitions
+    assert summary["lost_any_repetition"] == [] and summary["never_run"] == [], summary
+    assert summary["accepted"] == repetitions * burst          # the retries got every delivery in

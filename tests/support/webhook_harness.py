@@ -642,26 +642,36 @@ class CrashExperiment:
             bodies.append(signed(self.key, kind, 700000 + self.counter, data))
         return bodies
 
-    def _phase(self, sender):
-        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
-        deliveries, or neither (the rule engine between actions, or idle)."""
-        playbooks = 0
+    def record_path(self, delivery_id):
+        """The record on_site_provisioned writes for a site_provisioned delivery (before its acknowledgement)."""
+        return self.records / "site_provisioned" / ("%s.json" % delivery_id)
+
+    def playbooks_running(self):
+        """How many ansible-playbook processes the rulebook's tree holds now."""
+        count = 0
         for pid in process_tree(self.rb.proc.pid):
             try:
                 with open("/proc/%d/cmdline" % pid, "rb") as handle:
-                    playbooks += b"ansible-playbook" in handle.read()
+                    count += b"ansible-playbook" in handle.read()
             except OSError:
                 pass
-        if playbooks:
+        return count
+
+    def _phase(self, sender):
+        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
+        deliveries, or neither (the rule engine between actions, or idle)."""
+        if self.playbooks_running():
             return "in a playbook" + (" while deliveries arrive" if sender.is_alive() else "")
         return "during deliveries" if sender.is_alive() else "between actions"
 
-    def repetition(self, kill_after_first_run=None, kill_at=None, kill_after_first_ack=False):
+    def repetition(self, kill_after_first_run=None, kill_at=None, kill_after_first_ack=False, kill_when=None):
         """One repetition; the kill comes ``kill_at`` seconds after the burst started (default: a random
         point of kill_window), or ``kill_after_first_run`` seconds after the first playbook of the burst
         started (the issue's measurement: 1.5), or with ``kill_after_first_ack`` as soon as the spool holds
         an acknowledgement of the burst that the callback has not logged yet (with ``ack_pause``: inside
-        the window between the acknowledgement's write and the end of its task)."""
+        the window between the acknowledgement's write and the end of its task), or as soon as
+        ``kill_when(ids, statuses)`` is true (the burst's delivery ids, and {position: HTTP status} of the
+        deliveries answered so far): a kill point named by the predicate's docstring."""
         index = len(self.results) + 1
         runs_before = sum(len(r["starts"]) for r in read_runs(self.runs_log).values())
         bodies = self._bodies()
@@ -684,6 +694,10 @@ class CrashExperiment:
                 runs = read_runs(self.runs_log)
                 return [d for d in acknowledged_ids(self.spool) & set(ids) if not runs.get(d, {}).get("acked")]
             wait_for(first_unlogged_ack, 120, 0.02, "the burst's first acknowledgement",
+                     detail=self.rb.tail)
+            kill_at = time.monotonic() - started
+        elif kill_when is not None:
+            wait_for(lambda: kill_when(ids, statuses), 120, 0.02, (kill_when.__doc__ or "the kill point").strip(),
                      detail=self.rb.tail)
             kill_at = time.monotonic() - started
         elif kill_after_first_run is None:
