@@ -195,13 +195,15 @@ reliability: setup
 
 # Long experiments out of make test, whose contract deterministic tests of make test pin at each point
 # (docs/reliability.md, "make soak"): the twenty random SIGKILLs of the webhook crash experiment, with the
-# final scan for the canaries and the summary table. Output in $(BUILD)/soak/.
+# final scan for the canaries and the summary table. Output in $(BUILD)/soak/ (the figures: soak.json). Its
+# work directories stay in pytest's temporary directory: they hold links to this checkout, which a copy of
+# the checkout (ansible-rulebook copies a playbook's directory) would follow round and round.
 SOAK_TESTS := tests/reliability/test_rel_webhook_crash_soak.py
 soak: setup
 	@mkdir -p $(BUILD)/soak; rm -f $(BUILD)/soak/*
 	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/soak/soak.json \
-		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider --soak --basetemp $(BUILD)/soak/work \
-		$(SOAK_TESTS) $(REL_LAST) 2>&1 | tee $(BUILD)/soak/soak.log; exit $${PIPESTATUS[0]}
+		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider --soak $(SOAK_TESTS) $(REL_LAST) 2>&1 \
+		| tee $(BUILD)/soak/soak.log; exit $${PIPESTATUS[0]}
 
 sanity: sanity-2.21 sanity-2.16
 
