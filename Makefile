@@ -149,13 +149,14 @@ integration: setup
 	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
 	exit $${rc:-0}
 
-# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time: every worker has its own
-# emulator and source host (free ports, its own unix user and temporary directories). SYSTEM_JOBS=0: one process.
+# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time, the longest files first
+# (tests/system/conftest.py): every worker has its own emulator and source host (free ports, its own unix
+# user and temporary directories). SYSTEM_JOBS=0: one process.
 SYSTEM_JOBS ?= 2
 system: setup
 	@rm -f $(BUILD)/skipped/$@
 	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider \
-		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile) || rc=$$?; \
+		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile --no-loadscope-reorder) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
 	fi; \
