@@ -32,13 +32,14 @@ SUITES := units integration system support reliability sanity-2.21 sanity-2.16 g
 # What a suite's target runs first. `make test` runs setup once, then each suite with SETUP= (nothing).
 SETUP ?= setup
 
-.PHONY: help setup system-packages get-pip tree test units integration system support \
+.PHONY: help setup system-packages get-pip tree test check units integration system support \
         reliability soak sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
 	@echo "make webhook-demo the webhook receiver (ansible-rulebook) and the emulator wired together: one signed event"
 	@echo "make test         every suite below but lint, docs and soak, side by side, with a summary; what CI runs"
+	@echo "make check        the inner loop for a change (about a minute): units, lint of the changed files, their integration targets"
 	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
 	@echo "make units        ansible-test units --local"
 	@echo "make integration  ansible-test integration --local against a fresh emulator"
@@ -134,6 +135,14 @@ test: setup
 	[ -z "$$failed_names" ] || echo "failed:$$failed_names"; \
 	echo "$$passed passed, $$failed failed$$([ $$skipped -eq 0 ] || echo ", $$skipped skipped")"; \
 	[ $$failed -eq 0 ]
+
+# The inner loop for a change, about a minute (tests/utils/check.sh): every unit test, the lint of the changed
+# files (ansible-test sanity on them but its import test; ansible-lint on changed playbooks, roles, rulebooks) and
+# the integration targets of the changed modules and roles, side by side. "Changed": since the merge base with
+# CHECK_BASE (default main), committed or not. Not what CI runs: `make test` before a merge.
+CHECK_BASE ?=
+check: setup
+	@CHECK_BASE="$(CHECK_BASE)" tests/utils/check.sh $(TREE) $(call pyver,$(VENV))
 
 # A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes; one that ran
 # but had to leave a part out (a tool that cannot run on this machine's Python) says so in
