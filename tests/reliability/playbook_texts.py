@@ -1,7 +1,7 @@
 """The playbook of test_rel_secrets.py::test_modules_success_and_failure_paths_leak_nothing.
 
-Kept as text and written out at run time: it uses the suite's test-only action reliability_faults
-and ignore_errors on purpose, so it is not a playbook for ansible-lint or --syntax-check runs.
+Kept as text and written out at run time: it uses the test-only action emulator_hook (the integration
+targets', tests/integration/targets/setup_emulator/action_plugins) and ignore_errors on purpose, so it is not a playbook for ansible-lint or --syntax-check runs.
 """
 
 SECRETS_MODULES = r"""---
@@ -243,10 +243,13 @@ SECRETS_MODULES = r"""---
       ignore_errors: true
 
     - name: Inject faults on every write (503 create/update, reset after allow, 500 client meta)
-      reliability_faults:
+      emulator_hook:
         url: "{{ rel_emulator_url }}"
         ca_path: "{{ rel_ca_path }}"
-        rules:
+        path: faults
+        method: POST
+        body:
+          rules:
             - {endpoint: migration.create, reset: after, count: 1}
             - {endpoint: migration.update, status: 503}
             - {endpoint: client_meta.update, status: 500}
@@ -302,10 +305,13 @@ SECRETS_MODULES = r"""---
       ignore_errors: true
 
     - name: Remove the hmac key (answer reset after processing)
-      reliability_faults:
+      emulator_hook:
         url: "{{ rel_emulator_url }}"
         ca_path: "{{ rel_ca_path }}"
-        rules:
+        path: faults
+        method: POST
+        body:
+          rules:
             - {endpoint: client_meta.remove, reset: after, count: 1}
             - {endpoint: migration.ready, status: 504, count: 1}
             - {endpoint: client_meta.add, status: 502}
@@ -335,10 +341,12 @@ SECRETS_MODULES = r"""---
       ignore_errors: true
 
     - name: Clear the faults
-      reliability_faults:
+      emulator_hook:
         url: "{{ rel_emulator_url }}"
         ca_path: "{{ rel_ca_path }}"
-        rules: []
+        path: faults
+        method: POST
+        body: {rules: []}
 
 - name: Modules with canary secrets (classic module processes)
   hosts: localhost

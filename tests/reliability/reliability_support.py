@@ -16,11 +16,10 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
 SUPPORT_DIR = ROOT / "tests" / "support"     # webhook_harness
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
-ACTION_DIR = HERE / "action_plugins"
+ACTION_DIR = ROOT / "tests" / "integration" / "targets" / "setup_emulator" / "action_plugins"   # emulator_hook
 for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
@@ -236,7 +235,7 @@ class PlaybookRun:
 
 def ansible_env(base, out_dir, name, extra=None):
     """playbooks.ansible_env, clean (no ansible.cfg, no service settings from the environment), with the
-    reliability_json callback and the fault-injecting action plugins; the log and the callback's records
+    reliability_json callback and the emulator_hook action (faults set from a play); the log and the callback's records
     of the run ``name`` go to ``out_dir`` (the final scan reads them)."""
     return playbooks.ansible_env(base, home=out_dir, clean=True, **{
         "ANSIBLE_CALLBACK_PLUGINS": str(playbooks.CALLBACK_DIR),
