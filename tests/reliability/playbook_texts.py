@@ -1,7 +1,8 @@
 """The playbook of test_rel_secrets.py::test_modules_success_and_failure_paths_leak_nothing.
 
 Kept as text and written out at run time: it uses the test-only action emulator_hook (the integration
-targets', tests/integration/targets/setup_emulator/action_plugins) and ignore_errors on purpose, so it is not a playbook for ansible-lint or --syntax-check runs.
+targets', tests/integration/targets/setup_emulator/action_plugins) and ignore_errors on purpose, so it is
+not a playbook for ansible-lint or --syntax-check runs.
 """
 
 SECRETS_MODULES = r"""---
