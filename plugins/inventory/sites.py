@@ -18,9 +18,15 @@ description:
   - Each site is one host whether the service pages, ignores C(limit)/C(after) or refuses them. When the service's
     listing does not carry the C(allow_site_migration) column, C(wpcloud_allow_site_migration) is null (unknown).
   - No host variable ever holds a credential (the site records' passwords and keys are left out) or the API key.
+  - A site host is a record of the service, not a machine Ansible logs in to; the collection's modules reach it
+    over the API from the controller. So the group C(wpcloud_account_sites) runs on the controller
+    (see O(connection)), and a play over the sites with Ansible's default fact gathering does not reach for SSH
+    to the sites' domains. Such a play needs no facts (C(gather_facts=false) saves a module run per site).
   - The connection options take the same environment variables as the modules, so an AWX / Automation
     Controller inventory source needs only the C(WP Cloud API) credential.
   - The inventory file's name must end in C(.wpcloud.yml) or C(.wpcloud.yaml).
+requirements:
+  - requests (Python library, on the controller)
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
@@ -72,6 +78,18 @@ options:
     description: How many sites each call asks for, between 1 and 1000 (the service's cap per page).
     type: int
     default: 1000
+  connection:
+    description:
+      - How Ansible reaches the site hosts. V(local) gives the group C(wpcloud_account_sites) the variables
+        C(ansible_connection=local) and C(ansible_python_interpreter) set to the controller's Python
+        (C(ansible_playbook_python), as Ansible's implicit localhost has), so that a task or fact gathering for a
+        site runs on the controller.
+      - V(none) sets neither; the hosts then take their connection from the rest of the inventory.
+      - As group variables they give way to C(group_vars/) files of the inventory (of any group of the sites),
+        host variables, O(compose) and play variables.
+    type: str
+    choices: [local, none]
+    default: local
 extends_documentation_fragment:
   - constructed
   - inventory_cache
@@ -97,6 +115,12 @@ from ansible import constants as C
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
+try:
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core before 2.19 templates an inventory's strings as they are
+    def trust_as_template(value):
+        return value
+
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import WPCloudClient
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.errors import WPCloudAPIError
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
@@ -105,6 +129,11 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site impor
 
 GROUP = "wpcloud_account_sites"
 PREFIX = "wpcloud_"
+# The group's variables of option connection=local: the controller, with the Python that runs the play (a template,
+# as the job that uses an AWX inventory may run another Python than its sync; ours, so trusted: never the
+# service's values, which stay untrusted).
+LOCAL_CONNECTION = {"ansible_connection": "local",
+                    "ansible_python_interpreter": trust_as_template("{{ ansible_playbook_python }}")}
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -161,6 +190,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def _populate(self, sites):
         strict = self.get_option("strict")
         self.inventory.add_group(GROUP)
+        if self.get_option("connection") == "local":
+            for key, value in LOCAL_CONNECTION.items():
+                self.inventory.set_variable(GROUP, key, value)
         by_id = self.get_option("hostname") == "site_id"
         for site in sites:
             name = str(site["site_id"] if by_id else site["domain"])

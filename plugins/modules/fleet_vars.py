@@ -8,9 +8,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: fleet_vars
-short_description: Read variables as every host of the play sees them, in one task
+short_description: 'Internal: read variables as every host of the play sees them, in one task'
 version_added: 0.1.0
 description:
+  - Internal to the collection. The C(wpcloud.hosting.site_migration) role reads its sites' variables with the
+    same code (in M(wpcloud.hosting.site_migration_setup)). Documented so that the role can be read; its options
+    may change in any release.
   - Returns, for every host of the play batch, the values of the variables named in O(names) exactly as a
     task of that host would see them at this point of the play (role defaults and role parameters, play,
     block and task vars, inventory and C(host_vars), facts and C(set_fact), extra vars), with Ansible's own

@@ -22,7 +22,7 @@ description:
   - With an existing migration, only the options given are compared, and only their differences are sent.
     An option left out keeps the stored value; a default such as V(22) for O(remote_port) applies only
     when the migration is created. Credentials cannot be read back; O(update_secret) decides when they
-    are sent.
+    are sent, from what O(state_file) recorded of the ones last sent.
   - Authentication is exactly one of O(remote_pass); O(ssh_id); O(ssh_id) with O(ssh_id_pass); or none,
     in which case the service generates an identity and the module returns its public key RV(ssh_id_pub),
     which must be added to the source user's C(authorized_keys) before preflight.
@@ -30,6 +30,10 @@ description:
   - With O(migrations), one task manages the migrations of a whole fleet. Each element is one migration; the
     task's own options are the defaults of every element. The migrations are handled 16 at a time on one
     connection. One failed migration does not stop the others; the task fails afterwards and names each.
+requirements:
+  - cryptography (Python library, on the controller; ansible-core depends on it), to check O(ssh_id) before it is sent
+  - bcrypt (Python library, on the controller), only to check the passphrase of a passphrase-protected O(ssh_id) in
+    OpenSSH format (what C(ssh-keygen) writes by default); a PEM key or a key without a passphrase does without it
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
@@ -106,7 +110,7 @@ options:
         description:
           - As O(update_secret). Left out, the task's O(update_secret).
         type: str
-        choices: [always, on_create]
+        choices: [when_changed, on_create, always]
       state_file:
         description:
           - As O(state_file), for this migration only.
@@ -151,16 +155,28 @@ options:
     type: str
   update_secret:
     description:
-      - Credentials cannot be read back from the service. V(on_create) sends them when the migration is
-        created or when the authentication method changes; V(always) sends them on every run, which then
-        always reports a change and requires a new preflight.
-      - With V(on_create), credentials given but not sent are named in RV(credentials_not_sent) and in a
-        warning that says how to send them, unless the module can tell they did not change (an O(ssh_id)
-        whose fingerprint, or an O(remote_pass) whose digest, O(state_file) recorded when it was last sent;
-        the same one is not mentioned, another one is warned about).
+      - Decides when the credentials given (O(remote_pass), O(ssh_id), O(ssh_id_pass)) are sent to an
+        existing migration. They cannot be read back from the service; O(state_file) keeps the fingerprint
+        of the O(ssh_id) and a salted digest of the O(remote_pass) last sent, so that a changed one can be
+        told from the same one. Every choice sends them when the migration is created and when the
+        authentication method changes (password, key, key with passphrase). The table in docs/migration.md,
+        "When credentials are sent", has the three cases side by side.
+      - V(when_changed) (the default) sends a credential that differs from the one last sent, in an update
+        (run preflight again afterwards). The same one again sends nothing and says nothing, so a re-run is
+        idempotent. With nothing to compare with, it acts as V(on_create).
+      - V(on_create) never sends a credential that differs from the one last sent. The task fails before
+        any write, naming this option, since a preflight would use the stale credential. With nothing to
+        compare with, it sends nothing, and RV(credentials_not_sent) and a warning name the credential.
+      - V(always) sends them on every run, which then always reports a change and requires a new
+        preflight. For a secret rotated where no state file can tell (a task without O(state_file), a
+        password changed outside Ansible).
+      - Nothing to compare with means no O(state_file), or none recorded in it for this migration yet (a
+        migration created elsewhere, a state file of an earlier version). Once a credential is sent, its
+        record is kept.
+      - O(ssh_id_pass) goes with its key. The key's fingerprint judges both, and both are sent together.
     type: str
-    choices: [always, on_create]
-    default: on_create
+    choices: [when_changed, on_create, always]
+    default: when_changed
   state_file:
     description:
       - JSON file that keeps the migration ID with the destination site, on the host that runs the module
@@ -169,7 +185,7 @@ options:
         managed migration differs from the recorded one. Other keys in the file are kept.
       - Also records the fingerprint (not the key) of the O(ssh_id) last sent, and a salted digest (not the
         password; PBKDF2-HMAC-SHA256) of the O(remote_pass) last sent, so that a changed credential can be
-        told from the same one.
+        told from the same one (O(update_secret)). A file that recorded another migration forgets them.
       - A recorded migration ID that the service no longer knows (HTTP 404, after a deleted migration or a service
         reset) is forgotten, with a warning, when the site's C(allow_site_migration) does not hold it; the
         site's own migration is managed instead, or a new one created. When the site still holds it, the
@@ -189,7 +205,9 @@ attributes:
       With O(migrations), one diff per migration.
     support: full
   idempotent:
-    description: Idempotent unless O(update_secret=always) is used with credentials.
+    description: >-
+      Idempotent unless O(update_secret=always) is used with credentials. A changed credential is sent once
+      (O(update_secret=when_changed)); the run after sends nothing.
     support: partial
 seealso:
   - module: wpcloud.hosting.migration_info
@@ -279,8 +297,9 @@ ssh_id_pub:
   sample: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI... wpcloud-migration-42
 credentials_not_sent:
   description:
-    - Credential options that were given but not sent because O(update_secret=on_create) and the migration
-      has credentials of the same kind already. A warning says how to send them.
+    - Credential options that were given but not sent because nothing tells whether they differ from the
+      ones the migration has (no O(state_file), or no record in it yet; see O(update_secret)). A warning says
+      how to send them.
   returned: when credentials were given and not sent
   type: list
   elements: str
@@ -332,6 +351,10 @@ failed_count:
 '''
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_credentials import (
+    UPDATE_SECRET_CHOICES,
+    UPDATE_SECRET_DEFAULT,
+)
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_module import (
     field_spec,
     run as run_logic,
@@ -353,7 +376,7 @@ _ONE_MIGRATION = dict(
     remote_domain=dict(type="str"),
     ssh_id=dict(type="str", no_log=True),
     ssh_id_pass=dict(type="str", no_log=True),
-    update_secret=dict(type="str", default="on_create", choices=["always", "on_create"]),
+    update_secret=dict(type="str", default=UPDATE_SECRET_DEFAULT, choices=UPDATE_SECRET_CHOICES),
     state_file=dict(type="path"),
 )
 _CREDENTIALS_EXCLUSIVE = [("remote_pass", "ssh_id"), ("remote_pass", "ssh_id_pass")]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: report_file
-short_description: Write a JSON report to a file on the controller, in one task without a module process
+short_description: 'Internal: write a JSON report to a file on the controller, in one task without a module process'
 version_added: 0.1.0
 description:
+  - Internal to the collection. The C(wpcloud.hosting.site_migration) role writes its report with it. Documented
+    so that the role can be read; its options may change in any release.
   - Writes O(content) as indented JSON (sorted keys, as the C(to_nice_json) filter with C(indent=2) writes
     it) to O(path) on the controller, creating its directory if needed, atomically (a temporary file in the
     same directory, then renamed over O(path)).

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: site_migration_recap
-short_description: One site's outcome of a fleet run for the play recap, without a template per site
+short_description: "Internal: one site's outcome of a fleet run for the play recap, without a template per site"
 version_added: 0.1.0
 description:
+  - Internal to the collection. The C(wpcloud.hosting.site_migration) role's last task. Documented so that the
+    role can be read; its options may change in any release.
   - Runs for one site (a host of the play) and reads the fleet's outcome from the variable named by O(var);
     it fails the site with its message when its migration did not succeed, is C(changed) when the run changed
     the site (or would, in check mode), and C(ok) otherwise. So the play recap and AWX's host summary list

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: site_migration_setup
-short_description: Set up the migrations of the site_migration role's sites, up to the key install, in one task
+short_description: "Internal: set up the migrations of the site_migration role's sites, up to the key install, in one task"
 version_added: 0.1.0
 description:
   - The phase of the C(wpcloud.hosting.site_migration) role that runs before a generated key is installed on the
@@ -25,8 +25,20 @@ description:
     (M(wpcloud.hosting.site_allow_migration)), and the migrations created or updated (M(wpcloud.hosting.migration)).
   - Each step's result is taken into the fleet once; a site whose step failed is done, the others go on. A line
     shows each step as it starts, and the site creation's wait shows its progress.
-  - The credentials are read from the hosts' variables and sent; the result never holds one. When any site gives
-    a credential, the result is marked C(no_log), as the role's steps were.
+  - The credentials are read from the hosts' variables and sent; the result never holds one.
+  - The connection of each module it calls comes from the task's own connection options, else the hosts'
+    C(wpcloud_*) variables (the same for every host), else the play's C(module_defaults) for that module, then for
+    C(group/wpcloud.hosting.all), else the C(WPCLOUD_*) environment. When these would give the modules different
+    URLs, keys or CAs, or the default address while the play's C(module_defaults) name another for other modules,
+    every site is done before any call with a message that names the sources.
+  - A host variable that starts with C(site_migration_) and is not an option of O(argument_spec), or a C(wpcloud_)
+    one that reads like a connection variable, gives one warning naming the closest known one.
+  - Under a strategy that runs each host alone (C(free), C(host_pinned)), the task fails before any call and says
+    to use C(linear).
+requirements:
+  - cryptography (Python library, on the controller; ansible-core depends on it), to check C(site_migration_ssh_id) before it is sent
+  - bcrypt (Python library, on the controller), only to check the passphrase of a passphrase-protected C(site_migration_ssh_id) in
+    OpenSSH format (what C(ssh-keygen) writes by default); a PEM key or a key without a passphrase does without it
 author:
   - wpcloud.hosting developers (@wpcloud-hosting)
 options:
@@ -50,7 +62,7 @@ attributes:
     description: Nothing is written; the fleet says what would happen to each site.
     support: full
   diff_mode:
-    description: The diffs of the sites created and the migrations created or updated.
+    description: One diff per site, of the site created, its C(allow_site_migration) and its migration's fields.
     support: full
   idempotent:
     description: A re-run writes only what changed (with C(site_migration_refresh=false), nothing for a migration

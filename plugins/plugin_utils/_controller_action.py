@@ -32,17 +32,28 @@ from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CONNECTION_VARIABLES
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values as spec_no_log_values
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import (
+    no_log_values as spec_no_log_values,
+    short_no_log_options,
+    short_secret_warning,
+)
 
 display = Display()
 
 COLLECTION = "wpcloud.hosting"
 EXECUTION_VAR = "wpcloud_hosting_execution"
+# Set (true) by the site_migration role for its tasks: each connection option comes from its wpcloud_* variable
+# (CONNECTION_VARIABLES) when that is set, over the play's module_defaults, as the role's setup takes it
+# (plugins/plugin_utils/site_migration/connection.py). A task argument templated to omit cannot say "the variable,
+# else module_defaults": Ansible drops the module_defaults value with it.
+ROLE_CONNECTION_VAR = "wpcloud_hosting_role_connection"
 
 
 def _inject_invocation(task_vars):
@@ -165,7 +176,8 @@ class ControllerModuleAction(_ControllerAction):
         # value of a misspelled option (a secret under a wrong name is not known to be no_log) is never
         # echoed back in the invocation.
         module_file = self._module_file()
-        args, nulls = self._check_mode_nulls(module_file, dict(self._task.args))
+        role_connection = self._role_connection(task_vars)
+        args, nulls = self._check_mode_nulls(module_file, dict(self._task.args, **role_connection))
         validation, params = _validated(module_file.MODULE_SPEC, args)
         host = task_vars.get("inventory_hostname")
         ctx = ModuleContext(params, module_file.MODULE_SPEC["argument_spec"], check_mode=bool(self._task.check_mode),
@@ -179,12 +191,29 @@ class ControllerModuleAction(_ControllerAction):
             self._add_nulls_note(result, module_file, nulls)
             return result
 
+        if not validation.error_messages and not role_connection:
+            # (The role's setup says it of its own variables, once.)
+            for name in short_no_log_options(module_file.MODULE_SPEC["argument_spec"], params):
+                ctx.warn(short_secret_warning(name))
         outcome = _logic_outcome(fqcn, module_file.run_logic, validation, ctx)
         self._add_nulls_note(outcome, module_file, nulls)
         if _inject_invocation(task_vars):
             outcome["invocation"] = {"module_args": params}
         result.update(ctx.secrets.mask(outcome))
         return result
+
+    def _role_connection(self, task_vars):
+        """The connection options of the wpcloud_* variables that are set, for a task of the site_migration role
+        (ROLE_CONNECTION_VAR); nothing for any other task."""
+        if not boolean(self._templar.template(task_vars.get(ROLE_CONNECTION_VAR, False)), strict=False):
+            return {}
+        found = {}
+        for option, variable in CONNECTION_VARIABLES.items():
+            if variable in task_vars:
+                value = self._templar.template(task_vars[variable])
+                if value is not None:
+                    found[option] = value
+        return found
 
     def _check_mode_nulls(self, module_file, args):
         """In check mode, null items of the module's ID lists (CHECK_MODE_NULLS) stand for IDs that earlier

@@ -36,10 +36,11 @@ def play_hosts(task_vars, hosts=None):
     return list(hosts) if hosts is not None else list(task_vars.get("ansible_play_batch") or [])
 
 
-def read_fleet_variables(task, templar, task_vars, hosts, names):
+def read_fleet_variables(task, templar, task_vars, hosts, names, seen=None, prefixes=()):
     """One dict per host of ``hosts``, in order: the variables of ``names`` defined for it, templated in its
     context. ``task`` and ``templar`` are the running action's; a host that is not in the inventory raises
-    KeyError with its name."""
+    KeyError with its name. ``seen`` (a dict), when given, gets ``{variable: [host, ...]}`` of every variable
+    whose name starts with one of ``prefixes`` (not templated: names only)."""
     # The play's host lists, as the strategy passes them (without them each call would list them again).
     batch = task_vars.get("ansible_play_batch")
     hosts_all = task_vars.get("ansible_play_hosts_all")
@@ -51,6 +52,10 @@ def read_fleet_variables(task, templar, task_vars, hosts, names):
         if host is None:
             raise KeyError(name)
         variables = manager.get_vars(play=play, host=host, task=task, _hosts=batch, _hosts_all=hosts_all)
+        if seen is not None:
+            for var in variables:
+                if isinstance(var, str) and var.startswith(prefixes):
+                    seen.setdefault(var, []).append(name)
         host_templar = templar.copy_with_new_env(available_variables=variables)
         found.append(dict((var, host_templar.template(variables[var])) for var in names if var in variables))
     return found

@@ -117,6 +117,76 @@ SECRETS_MODULES = r"""---
         remote_user: wp
         ssh_id: "{{ canary_ssh_id_pem }}"
 
+    # A credential known to differ from the one last sent (issue 40): on_create refuses it, when_changed sends it.
+    - name: Create with a first password (not a canary), kept in the state file
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chg }}"
+        remote_host: src.example
+        remote_user: wp
+        remote_pass: "first-password-{{ rel_site_chg }}"
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chg }}.json"
+
+    - name: "FAIL: the corrected password with update_secret on_create (known to differ)"
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chg }}"
+        remote_host: src.example
+        remote_user: wp
+        remote_pass: "{{ canary_remote_pass }}"
+        update_secret: on_create
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chg }}.json"
+      ignore_errors: true
+
+    - name: The corrected password, sent as known to differ (when_changed), diff
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chg }}"
+        remote_host: src.example
+        remote_user: wp
+        remote_pass: "{{ canary_remote_pass }}"
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chg }}.json"
+      diff: true
+
+    - name: The same password without a state file (nothing to compare with, warned)
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chg }}"
+        remote_pass: "{{ canary_remote_pass }}"
+
+    - name: Create with an OpenSSH key, kept in the state file
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chgkey }}"
+        remote_host: src.example
+        remote_user: wp
+        ssh_id: "{{ canary_ssh_id }}"
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chgkey }}.json"
+
+    - name: "FAIL: a replaced key with update_secret on_create (known to differ)"
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chgkey }}"
+        remote_host: src.example
+        remote_user: wp
+        ssh_id: "{{ canary_ssh_id_pem }}"
+        update_secret: on_create
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chgkey }}.json"
+      ignore_errors: true
+
+    - name: The replaced key, sent as known to differ (when_changed), check mode and diff
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chgkey }}"
+        remote_host: src.example
+        remote_user: wp
+        ssh_id: "{{ canary_ssh_id_pem }}"
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chgkey }}.json"
+      check_mode: true
+      diff: true
+
+    - name: The replaced key, sent as known to differ (when_changed), diff
+      wpcloud.hosting.migration:
+        site: "{{ rel_site_chgkey }}"
+        remote_host: src.example
+        remote_user: wp
+        ssh_id: "{{ canary_ssh_id_pem }}"
+        state_file: "{{ rel_state_dir }}/{{ rel_site_chgkey }}.json"
+      diff: true
+
     - name: Preflight that fails (auth), all messages and diagnosis
       wpcloud.hosting.migration:
         site: "{{ rel_site_fail }}"

@@ -264,7 +264,7 @@ MODULE_CASES = [
     C("mg-unknown-option", "wpcloud.hosting.migration", mg(remote_password="pw"),
       ["unsupported parameters", "remote_password"]),
     C("mg-update-secret-choice", "wpcloud.hosting.migration", mg(update_secret="never"),
-      ["update_secret", "always, on_create"]),
+      ["update_secret", "when_changed, on_create, always"]),
     C("mg-state-file-not-json", "wpcloud.hosting.migration", mg(state_file="{{ rel_bad_state_file }}"),
       ["state_file", "json"]),
     C("mg-update-while-running", "wpcloud.hosting.migration",

@@ -63,7 +63,7 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
                                   "run": {"outcome": "success", "duration": 0.3}},
                       "hosts": {"authfail.example": {"preflight": {"outcome": "auth_failed", "duration": 0.2}}}})
     sites = {name: _site(emu, allow=(name != "pw")) for name in
-             ("pw", "key", "kp", "pem", "fail", "new1", "new2", "mod")}
+             ("pw", "key", "kp", "pem", "fail", "new1", "new2", "mod", "chg", "chgkey")}
     variables = {"rel_api_url": emu.url, "rel_emulator_url": emu.url, "rel_ca_path": emu.ca_path,
                  "rel_client": emu.client, "rel_state_dir": str(out / "state"),
                  "rel_sites_allow": [str(sites["pw"])]}
@@ -92,6 +92,16 @@ def test_modules_success_and_failure_paths_leak_nothing(emu, canaries, rel_dir):
     assert again["uncertain"][0]["outcome"] == "repeated"
     assert results["Re-run finds it (read after the 429 is retried)"]["result"]["operation"] == "none"
     assert "MODULE: create with a protected key" in results
+    # A credential known to differ (issue 40): on_create refused it naming the option; when_changed sent it.
+    for kind, field in (("password", "remote-pass"), ("key", "ssh-id")):
+        refused = results["FAIL: %s with update_secret on_create (known to differ)" % (
+            "the corrected password" if kind == "password" else "a replaced key")]["result"]
+        assert "update_secret is on_create" in refused["msg"], refused
+        sent = results["The %s, sent as known to differ (when_changed), diff" % (
+            "corrected password" if kind == "password" else "replaced key")]["result"]
+        assert sent["updated_fields"] == [field], sent
+    warned = results["The same password without a state file (nothing to compare with, warned)"]["result"]
+    assert warned["credentials_not_sent"] == ["remote_pass"] and warned["warnings"], warned
     _assert_clean([out, emu.workdir], canaries, "modules")
 
 
@@ -164,7 +174,8 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     """The role for seven sites in one play, password, key (protected) and generated identities: some
     succeed, one fails preflight (auth), one fails the run, two lose their create answer and are
     converged by a second run; one destination does not exist and is created by the role with an admin
-    password. Credentials come from a vaulted vars file."""
+    password. Credentials come from a vaulted vars file. Every run with --diff, the last in check mode with the
+    credentials sent again (each site's diff says "credentials replaced"): the sites' diffs hold none."""
     name = "secrets-role"
     out = rel_dir / "out" / name
     out.mkdir(parents=True)
@@ -197,7 +208,7 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
                     {"endpoint": "ticket.summary", "status": 503, "count": 3},
                     {"endpoint": "ticket.full", "reset": "before", "count": 1},
                     {"endpoint": "migration.get", "latency": 0.2, "count": 3}])
-    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "8"]
+    args = ["--vault-password-file", str(_vault_password(rel_dir)), "-e", "@%s" % vault, "-f", "8", "--diff"]
     first = rs.run_playbook(rel_dir, out, "run1", "wpcloud.hosting.migrate_site", inventory, args=args)
     emu.set_faults([])
     second = rs.run_playbook(rel_dir, out, "run2", "wpcloud.hosting.migrate_site", inventory, args=args)
@@ -211,6 +222,10 @@ def test_role_with_faults_leaks_nothing(emu, canaries, rel_dir):
     assert len(rs.writes(emu.requests_log(), "migration.create")) == 8
     assert len(rs.writes(emu.requests_log(), "site.create")) == 1
     assert len(list((out / "state").glob("*.json"))) == 8
+    preview = rs.run_playbook(rel_dir, out, "run3", "wpcloud.hosting.migrate_site", inventory,
+                              args=args + ["--check", "-e", "site_migration_update_secret=always"])
+    assert "--- before: site " in first.proc.stdout and "(credentials replaced)" in preview.proc.stdout, \
+        preview.explain()
     _assert_clean([out, emu.workdir], canaries, name)
 
 
@@ -291,6 +306,111 @@ def test_site_modules_leak_neither_the_admin_password_nor_the_sites_credentials(
         text = path.read_bytes()
         assert not [c for c in credentials if c.encode() in text], path
     _assert_clean([out, emu.workdir], canaries, "site modules")
+
+
+GOLIVE_PLAY = r"""
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/wpcloud.hosting.all:
+      api_url: "{{ rel_api_url }}"
+      api_key: "{{ canary_api_key }}"
+      ca_path: "{{ rel_ca_path }}"
+  tasks:
+    - name: Preview the DNS records
+      wpcloud.hosting.site_domain_info: {client: "{{ rel_client }}", site: "{{ rel_site }}", domains: [leak-live.example, hosted-elsewhere.example]}
+    - name: Cut over in check mode
+      wpcloud.hosting.site_domain: &cutover
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        domain: leak-live.example
+        keep_old_domain: true
+        aliases: [www.leak-live.example]
+        poll_interval: 1
+      check_mode: true
+    - name: "RESOLVED: cut over, the alias add's answer lost and the switch answered 503"
+      wpcloud.hosting.site_domain: *cutover
+      register: cutover
+    - name: "FAIL: a domain held elsewhere"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", aliases: [hosted-elsewhere.example]}
+      ignore_errors: true
+    - name: "FAIL: a URL for a domain"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", domain: "https://leak-live.example/"}
+      ignore_errors: true
+    - name: "RESOLVED: back up, the files backup answered 503"
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", poll_interval: 1}
+      register: backup
+    - name: "FAIL: a restore without confirmation"
+      wpcloud.hosting.site_backup:
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        state: restored
+        backup_ids: "{{ backup.backup_ids }}"
+      ignore_errors: true
+    - name: Restore, diff
+      wpcloud.hosting.site_backup:
+        client: "{{ rel_client }}"
+        site: "{{ rel_site }}"
+        state: restored
+        backup_ids: "{{ backup.backup_ids }}"
+        confirm_overwrite: true
+        poll_interval: 1
+      diff: true
+    - name: Read the backups as a classic module process
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", state: listed}
+      vars:
+        wpcloud_hosting_execution: module
+    - name: Read the domains as a classic module process
+      wpcloud.hosting.site_domain_info: {client: "{{ rel_client }}", site: "{{ rel_site }}"}
+      vars:
+        wpcloud_hosting_execution: module
+    - name: "FAIL: a refused key, as a classic module process"
+      wpcloud.hosting.site_domain: {client: "{{ rel_client }}", site: "{{ rel_site }}", aliases: [x.leak-live.example], api_key: "wrong-{{ canary_api_key }}"}
+      vars:
+        wpcloud_hosting_execution: module
+      ignore_errors: true
+    - name: Delete the backups
+      wpcloud.hosting.site_backup: {client: "{{ rel_client }}", site: "{{ rel_site }}", state: absent}
+"""
+
+
+def test_going_live_modules_leak_nothing(emu, canaries, rel_dir):
+    """site_domain, site_domain_info and site_backup (issue 37) at -vvvv with --diff, through success, failure and
+    resolved-write paths, in the controller and as classic module processes: neither the API key nor the site's
+    credentials (get-site returns them; the modules read the site) appear anywhere."""
+    out = rel_dir / "out" / "secrets-golive"
+    out.mkdir(parents=True)
+    inputs = rel_dir / "inputs" / "secrets-golive.json"
+    inputs.write_text(json.dumps(_canary_vars(canaries)))
+    site = _site(emu)
+    emu.set_provisioning({"default": {"domain": {"queued": 0.1, "duration": 0.3},
+                                      "restore": {"queued": 0.1, "duration": 0.3}}})
+    emu.set_backups({"create": {"acknowledged": 0.05, "duration": 0.3}, "list_lag": 0.3})
+    emu.set_faults([{"endpoint": "site.alias_add", "reset": "after", "count": 1},
+                    {"endpoint": "site.update_domain", "status": 503, "count": 1},
+                    {"endpoint": "backup.create", "status": 503, "count": 1}])
+    playbook = rel_dir / "secrets_golive.yml"
+    playbook.write_text(GOLIVE_PLAY)
+    variables = {"rel_api_url": emu.url, "rel_ca_path": emu.ca_path, "rel_client": emu.client, "rel_site": str(site)}
+    run = rs.run_playbook(rel_dir, out, "golive", playbook, rs.localhost_inventory(rel_dir),
+                          args=["-e", json.dumps(variables), "-e", "@%s" % inputs, "--diff"],
+                          env={"ANSIBLE_INJECT_INVOCATION": "true"})
+    assert run.proc.returncode == 0, run.explain()
+    rs.dump_request_log(emu, out, "golive")
+    results = {r["task"]["name"]: r for r in run.results() if not r["event"].startswith("item")}
+    failed = sorted(n for n, r in results.items() if r["event"] == "failed_ignored")
+    assert failed == sorted(n for n in results if "FAIL" in n), failed
+    cutover = results["RESOLVED: cut over, the alias add's answer lost and the switch answered 503"]["result"]
+    assert [u["outcome"] for u in cutover["uncertain"]] == ["happened", "repeated"]
+    assert results["RESOLVED: back up, the files backup answered 503"]["result"]["uncertain"][0]["write"] == \
+        "backup.create"
+    status, body = emu.api("get-site/%d" % site)        # the site's credentials, as the service returns them
+    credentials = [str(body["data"][k]) for k in ("db_pass", "smtp_pass", "site_api_key") if body["data"].get(k)]
+    assert status == 200 and len(credentials) == 3
+    for path in rs.iter_files([out]):
+        text = path.read_bytes()
+        assert not [c for c in credentials if c.encode() in text], path
+    _assert_clean([out, emu.workdir], canaries, "going-live modules")
 
 
 def test_configure_webhooks_playbook_with_faults_leaks_nothing(emu, canaries, rel_dir):

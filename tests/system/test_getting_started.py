@@ -23,7 +23,7 @@ from playbooks import BIN, ROOT
 
 DOC = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-DOC_PORT, DOC_WORKDIR, DOC_KEY = "8443", "/tmp/wpcloud-emulator", "my-emulator-key"
+DOC_PORT, DOC_WORKDIR, DOC_KEY = "8443", "/tmp/wpcloud-emulator", "emulator-demo-key-5f1c9a7e3b2d4068"
 PASSWORD = "source-pw-7c1d"  # what a user types at the playbook's prompt
 
 
@@ -191,6 +191,54 @@ def test_the_playbook_in_check_mode_writes_nothing(doc_emulator, tmp_path):
     assert re.search(r"ok=4 +changed=4 .*failed=0", output), output[-2000:]
     assert '"allow_site_migration": "enabled"' in output
     assert emu.site("shop.example")["allow_site_migration"] is None
+
+
+def run_role_as_the_page_says(doc_emulator, tmp_path, line):
+    """One `ansible-playbook -i sites.yml ... migrate-sites.yml` line of "Your first role playbook", with the
+    page's inventory and playbook and the environment of its step 3."""
+    (tmp_path / "sites.yml").write_text(block(DOC, "# sites.yml"))
+    (tmp_path / "migrate-sites.yml").write_text(block(DOC, "# migrate-sites.yml"))
+    exports = block(DOC, "ANSIBLE_COLLECTIONS_PATH=$PWD/.build/collections")
+    env = user_env(ANSIBLE_HOME=str(tmp_path / ".ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / ".ansible-tmp"),
+                   ANSIBLE_NOCOLOR="1")
+    values = {"wpcloud_api_url": doc_emulator.info["url"], "wpcloud_ca_path": doc_emulator.info["ca_path"],
+              "source_password": PASSWORD}
+    since = last_seq(doc_emulator.emu)
+    result = bash("%s\ncd %s\n%s -e '%s'" % (exports, tmp_path, line, json.dumps(values)), env, timeout=300)
+    output = result.stdout + result.stderr
+    assert PASSWORD not in output
+    return result, output, [e["endpoint"] for e in doc_emulator.emu.requests_log(since) if e["write"]]
+
+
+def test_the_first_role_playbook_previews_then_migrates_both_sites(doc_emulator, tmp_path):
+    emu = doc_emulator.emu
+    emu.reset()
+    check, real = block(DOC, "ansible-playbook -i sites.yml --check migrate-sites.yml").strip().splitlines()
+    assert real == "ansible-playbook -i sites.yml migrate-sites.yml"
+
+    result, output, writes = run_role_as_the_page_says(doc_emulator, tmp_path, check)
+    assert result.returncode == 0, output[-4000:]
+    assert writes == []
+    reports = sorted((tmp_path / "wpcloud-reports").glob("*.json"))
+    assert [site["result"] for site in json.loads(reports[-1].read_text())["sites"]] == ["checked", "checked"]
+
+    result, output, writes = run_role_as_the_page_says(doc_emulator, tmp_path, real)
+    assert result.returncode == 0, output[-4000:]
+    # dest2 and dest3 accept a migration already: both created in one task, then both preflights and runs
+    assert sorted(writes) == sorted(["migration.create"] * 2 + ["migration.preflight"] * 2 + ["migration.ready"] * 2)
+    for site in ("dest2.example", "dest3.example"):
+        assert re.search(r"%s +: ok=\d+ +changed=[1-9]\d* .*failed=0" % re.escape(site), output), output[-3000:]
+        state = json.loads((tmp_path / "wpcloud-state" / ("%s.json" % site)).read_text())
+        status, body = emu.api("migration/get/%s" % state["migration_id"])
+        assert status == 200 and body["data"]["state"] == "migration-succeeded"
+        assert body["data"]["args"]["remote-user"] == "www" and body["data"]["auth"] == "password"
+    docroots = {emu.api("migration/get/%s" % json.loads((tmp_path / "wpcloud-state" / f).read_text())["migration_id"])[1]
+                ["data"]["args"]["remote-docroot"] for f in ("dest2.example.json", "dest3.example.json")}
+    assert docroots == {"/var/www/news", "/var/www/blog"}
+
+    result, output, writes = run_role_as_the_page_says(doc_emulator, tmp_path, real)
+    assert result.returncode == 0, output[-4000:]
+    assert "migration.create" not in writes  # the state files: the same two migrations, refreshed
 
 
 def test_install_into_a_directory_of_ones_own(tmp_path):

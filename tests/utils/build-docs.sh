@@ -96,12 +96,15 @@ fi
 links_rc=0
 python tests/utils/check_site_links.py "$out/html" >"$work/links.log" || links_rc=$?
 python tests/utils/docsite_pages.py --check "$tree" "$out/html" >"$work/pages.log" || links_rc=$?
+# the user's path first: the title, guides then public parts then internal ones, whole sidebar labels,
+# the role page's examples and connection variables
+python tests/utils/check_site_index.py "$out/html" "$tree" >"$work/index.log" || links_rc=$?
 if [[ $links_rc -ne 0 ]]; then
-    cat "$work/links.log" "$work/pages.log" >&2
-    echo "build-docs: FAIL: broken links or missing pages on the site" >&2
+    cat "$work/links.log" "$work/pages.log" "$work/index.log" >&2
+    echo "build-docs: FAIL: broken links, missing pages or an index out of order on the site" >&2
     exit 1
 fi
 ds=$(( ($(date +%s%N) - started) / 100000000 ))
-printf 'build-docs: %s in %s, %s Sphinx warnings, every one of %s has a page; took %d.%d s\n' \
+printf 'build-docs: %s in %s, %s Sphinx warnings, every one of %s has a page, the index in order; took %d.%d s\n' \
     "$(tail -n1 "$work/links.log" | sed 's/^check-site-links: //')" "${out#"$root"/}/html" "$warnings" \
     "$(tail -n1 "$work/pages.log" | sed -E 's/^docsite_pages: ([0-9]+ parts of the collection).*/\1/')" $((ds / 10)) $((ds % 10))

@@ -17,7 +17,13 @@ reference page has one source and cannot drift from it:
   of extensions/eda/plugins/event_source/webhook.py (read, not imported);
 - docsite/playbooks.rst and docsite/playbooks/<name>.rst: every playbooks/*.yml, its header comment,
   plays and source;
-- docsite/rulebook.rst: extensions/eda/rulebooks/webhooks.yml, its sources, rules and source.
+- docsite/rulebook.rst: extensions/eda/rulebooks/webhooks.yml, its sources, rules and source;
+- index.rst, the collection's index, in the order of a user's path: antsibull-docs' heading (the
+  collection's description and links) under the title "wpcloud.hosting", then the first section of
+  extra-docs.yml (the guides), the public modules, roles and other plugins, the other sections, and last
+  the internal plugins (whose short_description starts with "Internal:", those that only the collection's
+  own role and playbooks use). Each section has a captioned toctree, so the sidebar follows the same order
+  under the same headings, with short labels (a plugin's name, not its page's whole title).
 
 INVENTORY is written as a Sphinx (intersphinx) inventory of the labels of Ansible's own
 documentation that the generated plugin pages refer to, from docs/docsite/ansible_devel_labels.txt
@@ -42,6 +48,8 @@ from antsibull_docs_parser import rst as markup_rst
 from antsibull_docs_parser.parser import Context, parse
 
 COLLECTION = 'wpcloud.hosting'
+# A plugin whose short_description starts with this is the collection's own plumbing (docs/contributing.md).
+INTERNAL = 'Internal:'
 EVENT_SOURCE = 'extensions/eda/plugins/event_source/webhook'
 RULEBOOK = 'extensions/eda/rulebooks/webhooks.yml'
 # Markdown links to a local file: [text](path) and ![alt](path), not URLs nor in-page anchors
@@ -352,6 +360,98 @@ def rulebook_page(tree: str, docsite: str) -> None:
         handle.write('\n'.join(parts))
 
 
+# ------------------------------------------------------------------ the collection's index
+
+PLUGIN_SECTIONS = (('module', 'Modules'), ('inventory', 'Inventory plugins'), ('filter', 'Filter plugins'),
+                   ('lookup', 'Lookup plugins'), ('callback', 'Callback plugins'), ('test', 'Test plugins'),
+                   ('connection', 'Connection plugins'))
+
+
+def short_description(tree: str, source: str) -> str:
+    """The short_description of a plugin (plugins/<type>/<name>.py or .yml) or role (roles/<name>)."""
+    path = os.path.join(tree, source)
+    if os.path.isdir(path):
+        with open(os.path.join(path, 'meta', 'argument_specs.yml'), encoding='utf-8') as handle:
+            return yaml.safe_load(handle)['argument_specs']['main']['short_description']
+    if path.endswith('.yml'):
+        with open(path, encoding='utf-8') as handle:
+            return yaml.safe_load(handle)['DOCUMENTATION']['short_description']
+    return yaml.safe_load(python_strings(path, ('DOCUMENTATION',))['DOCUMENTATION'])['short_description']
+
+
+def collection_parts(tree: str) -> list[dict]:
+    """Every module, plugin and role with a page: kind, name, page (without .html), short description, internal."""
+    parts = []
+    for page, source in expected_pages(tree).items():
+        if page.startswith('docsite/'):
+            continue                                       # playbooks, the event source, the rulebook: their own pages
+        name, kind = page[:-len('.html')].rsplit('_', 1)
+        short = short_description(tree, source)
+        parts.append(dict(kind=kind, name=name, page=page[:-len('.html')], short=short,
+                          internal=short.startswith(INTERNAL)))
+    return parts
+
+
+def bullets_and_toctree(parts: list[dict], caption: str, bare: bool = False) -> str:
+    """The section's list (as antsibull-docs writes it) and its hidden toctree, captioned for the sidebar, where
+    each entry is the plugin's name (``bare``: under a caption that says the kind) or name and kind: a page's
+    whole title ("wpcloud.hosting.site_migration_report_merge filter -- ...") is cut off there."""
+    lines = ['* :ansplugin:`%s %s <%s.%s#%s>` -- %s'
+             % (part['name'], part['kind'], COLLECTION, part['name'], part['kind'], markup(part['short'])) for part in parts]
+    entries = ['   %s <%s>' % (part['name'] if bare else '%s %s' % (part['name'], part['kind']), part['page'])
+               for part in parts]
+    return '\n'.join(lines) + '\n\n.. toctree::\n   :maxdepth: 1\n   :hidden:\n   :caption: %s\n\n%s\n' % (caption, '\n'.join(entries))
+
+
+def guides_section(section: dict) -> str:
+    names = [entry if isinstance(entry, str) else entry['ref'] for entry in section['toctree']]
+    return (heading(section['title'], '-') + '\n'
+            + '\n'.join('* :doc:`docsite/%s`' % name for name in names)
+            + '\n\n.. toctree::\n   :maxdepth: 1\n   :hidden:\n   :caption: %s\n\n%s\n' % (
+                section['title'], '\n'.join('   docsite/%s' % name for name in names)))
+
+
+def index_page(tree: str, site_rst: str) -> int:
+    """Rewrite antsibull-docs' index.rst in the order of a user's path; returns how many parts are internal."""
+    path = os.path.join(site_rst, 'index.rst')
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    title = re.search(r'^\.\. _plugins_in_wpcloud\.hosting:\n\n[^\n]+\n=+\n', text, re.M)
+    end = text.find('\n.. toctree::', title.end()) if title else -1
+    if not title or end < 0:
+        raise SystemExit('docsite_pages: antsibull-docs wrote an index.rst without its label, title and heading '
+                         'before the first toctree; tests/utils/docsite_pages.py (index_page) needs to learn its new shape')
+    # the title as the collection spells its name (antsibull-docs title-cases it: "Wpcloud.Hosting")
+    head = (text[:title.start()] + '.. _plugins_in_wpcloud.hosting:\n\n' + heading(COLLECTION, '=')
+            + text[title.end():end].rstrip('\n') + '\n')
+    with open(os.path.join(tree, 'docs', 'docsite', 'extra-docs.yml'), encoding='utf-8') as handle:
+        sections = yaml.safe_load(handle)['sections']
+    parts = collection_parts(tree)
+    public = [part for part in parts if not part['internal']]
+    internal = [part for part in parts if part['internal']]
+    out = [head, guides_section(sections[0])]
+    out.append('.. _plugin_index_for_wpcloud.hosting:\n')
+    roles = [part for part in public if part['kind'] == 'role']
+    for kind, title_text in PLUGIN_SECTIONS:
+        mine = [part for part in public if part['kind'] == kind]
+        if mine:
+            out.append('.. _%s_plugins_in_wpcloud.hosting:\n\n%s\n%s' % (kind, heading(title_text, '-'),
+                                                                         bullets_and_toctree(mine, title_text, bare=True)))
+        if kind == 'module' and roles:         # the role next to the modules: the other thing users call
+            out.append('.. _role_plugins_in_wpcloud.hosting:\n\n%s\n%s' % (heading('Roles', '-'),
+                                                                           bullets_and_toctree(roles, 'Roles')))
+    out += [guides_section(section) for section in sections[1:]]
+    if internal:
+        out.append(heading('Internal plugins', '-') + '\n'
+                   'The collection\'s own plumbing: the ``site_migration`` role and the collection\'s playbooks call '
+                   'these. They are documented so that the role, the playbooks and their output can be read, not for '
+                   'playbooks of your own: their options may change in any release.\n\n'
+                   + bullets_and_toctree(internal, 'Internal plugins'))
+    with open(path, 'w', encoding='utf-8') as handle:
+        handle.write('\n'.join(out))
+    return len(internal)
+
+
 # ------------------------------------------------------------------ Ansible's labels (intersphinx)
 
 def write_inventory(tree: str, path: str) -> int:
@@ -427,9 +527,10 @@ def main(argv: list[str]) -> int:
         raise SystemExit('docsite_pages: no source for docs/docsite/rst/%s.rst (a guide docs/<name>.md, '
                          'or a page this script writes)' % '.rst, '.join(sorted(left)))
     labels = write_inventory(tree, inventory)
+    internal = index_page(tree, site_rst)
     print(f'docsite_pages: {len(placed)} guides, the changelog, the event source, '
-          f'{len(os.listdir(os.path.join(docsite, "playbooks")))} playbooks, the rulebook; '
-          f'{labels} labels of Ansible\'s docs')
+          f'{len(os.listdir(os.path.join(docsite, "playbooks")))} playbooks, the rulebook; the index, '
+          f'{internal} internal plugins last; {labels} labels of Ansible\'s docs')
     return 0
 
 

@@ -26,7 +26,8 @@
 #     docs       antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs self
 #                --check-extra-docs-refs .
 #     site       the HTML docs site (tests/utils/build-docs.sh, about 20 s): 0 Sphinx warnings (nothing
-#                suppressed) and 0 broken local links, anchors included (tests/utils/check_site_links.py)
+#                suppressed), 0 broken local links, anchors included (tests/utils/check_site_links.py), and the
+#                index in the order of a user's path (tests/utils/check_site_index.py)
 #     changelog  antsibull-changelog lint, and CHANGELOG.rst equals what `antsibull-changelog generate`
 #                makes from changelogs/changelog.yaml
 #     ee         ansible-builder create with the sample EE definition (extensions/awx/ee) and the built

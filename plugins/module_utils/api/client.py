@@ -131,6 +131,27 @@ OPERATIONS = {
     "migration.update": ("POST", "migration/update/{migration_id}", WRITE),
     "migration.preflight": ("GET", "migration/preflight/{migration_id}", WRITE),
     "migration.ready": ("GET", "migration/ready/{migration_id}", WRITE),
+    # Going live (issue 37), as the owner's panel and the SDKs call them (docs/api-choices.md "Going live").
+    # {service}/{identifier}: the client's name and a site ID, else the word "domain" and the primary domain.
+    "site_meta.update": ("POST", "site-meta/{site}/{key}/update", WRITE),
+    "site_meta.remove": ("GET", "site-meta/{site}/{key}/remove", WRITE),
+    # The primary domain: a job; "/keep" keeps the old primary as an alias (nothing after it drops it).
+    "site.update_domain": ("POST", "update-site-domain/{service}/{identifier}/{domain}", WRITE),
+    "site.update_domain_keep": ("POST", "update-site-domain/{service}/{identifier}/{domain}/keep", WRITE),
+    # Aliases: every source calls them with GET, writes included; each answers {"domains": [...]}.
+    "site.alias_list": ("GET", "site-alias/{service}/{identifier}/list", READ),
+    "site.alias_add": ("GET", "site-alias/{service}/{identifier}/add/{domain}", WRITE),
+    "site.alias_remove": ("GET", "site-alias/{service}/{identifier}/remove/{domain}", WRITE),
+    "site.ssl_info": ("POST", "ssl-info/{domain}", READ),
+    "site.ssl_retry": ("POST", "ssl-retry/{domain}", WRITE),
+    # What to put in DNS: the A records' addresses for a domain, the TXT value that claims one held elsewhere.
+    "client.ips": ("GET", "get-ips/{client}/{domain}", READ),
+    "client.domain_verification": ("GET", "get-domain-verification-code/{client}/{domain}", READ),
+    # On-demand backups: create and delete answer a request ID, nothing to poll; the list shows the result.
+    "backup.create": ("POST", "on-demand-backup/create/{site}/{kind}", WRITE),
+    "backup.delete": ("POST", "on-demand-backup/delete/{site}/{backup_id}", WRITE),
+    "backup.list": ("GET", "site-backups-list/{service}/{identifier}", READ),
+    "site.restore": ("POST", "restore-site/{site}", WRITE),
 }
 
 RETRY_STATUS_READ = frozenset([429] + list(range(500, 600)))

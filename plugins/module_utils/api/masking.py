@@ -20,6 +20,10 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 MASK = "********"
+# A secret is masked wherever its text occurs, as Ansible masks a no_log value: a very short one is masked in words
+# that have nothing to do with it (a one-character password "e" shows "old-s********rv********r.********xampl********").
+# Below this length the task warns (short_secret_warning), naming the option, never the value.
+SHORT_SECRET = 6
 
 
 def mask(value, secrets=(), fields=()):
@@ -97,3 +101,33 @@ def _leaves(value):
     if value is None or isinstance(value, bool) or value == "":
         return set()
     return set([str(value)])
+
+
+def short_secret_warning(name):
+    """What a too short secret does to the output, for the option or variable ``name``."""
+    return ("%s is shorter than %d characters: the output shows %s wherever its text occurs, also inside words that "
+            "have nothing to do with it (a one-character secret masks that character everywhere). A real password or "
+            "key is longer." % (name, SHORT_SECRET, MASK))
+
+
+def short_secret_warnings(named):
+    """One warning per name of ``named`` (``{name: texts}``) with a text shorter than SHORT_SECRET, in name order."""
+    return [short_secret_warning(name) for name in sorted(named)
+            if any(len(str(text)) < SHORT_SECRET for text in named[name] or ())]
+
+
+def short_no_log_options(argument_spec, params, prefix=""):
+    """The names of the no_log options whose value in ``params`` is shorter than SHORT_SECRET (suboptions of a list
+    as ``option[].suboption``), in name order."""
+    found = set()
+    for name, option in argument_spec.items():
+        value = params.get(name) if isinstance(params, Mapping) else None
+        if value is None:
+            continue
+        if option.get("no_log") and any(len(text) < SHORT_SECRET for text in _leaves(value)):
+            found.add(prefix + name)
+        if option.get("options"):
+            inner = prefix + name + ("[]." if isinstance(value, list) else ".")
+            for item in (value if isinstance(value, list) else [value]):
+                found.update(short_no_log_options(option["options"], item, inner))
+    return sorted(found)

@@ -14,6 +14,7 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import 
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import short_no_log_options, short_secret_warning
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import ModuleContext
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
 
@@ -29,6 +30,8 @@ def run_module(module_spec, logic):
         module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
     ctx = ModuleContext(module.params, module_spec["argument_spec"], check_mode=module.check_mode,
                         diff=module._diff, warn=module.warn)
+    for name in short_no_log_options(module_spec["argument_spec"], module.params):
+        ctx.warn(short_secret_warning(name))
     exit_json = module.exit_json
     try:
         result = logic(module.params, ctx)

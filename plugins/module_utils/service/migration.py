@@ -30,13 +30,14 @@ from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site impor
     read_allow_site_migration,
     read_allow_site_migration_value,
 )
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.ssh_key import inspect_ssh_id
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import (
-    read_state_file,
-    same_secret,
-    secret_digest,
-    write_state_file,
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_credentials import (
+    FORGOTTEN,
+    auth_method,
+    decide,
+    sent_record,
 )
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.ssh_key import inspect_ssh_id
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import read_state_file, write_state_file
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     OPTION_NAMES,
     PLAIN_PARAMS,
@@ -54,9 +55,6 @@ PASSWORD, KEY, KEY_PASS = SECRET_PARAMS
 ALLOW_OFF_MSG = ("site %s does not accept a migration: its allow_site_migration is off. Nothing was sent: allow "
                  "it first with wpcloud.hosting.site_allow_migration (site: %s, confirm_overwrite: true; the "
                  "site_migration role does this when site_migration_confirm_overwrite is true), then run this again.")
-UNSENT_HINT = ("credentials cannot be read back to compare, and update_secret is on_create, so the service keeps "
-               "the ones it has. If they changed, run this task once with update_secret: always, then run "
-               "preflight again.")
 
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 
@@ -64,15 +62,6 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
 # cannot be told from a value the user gave, and an update sends only what the user gave (a default
 # sent on update would overwrite the stored value, e.g. remote-port 2022 with 22).
 CREATE_DEFAULTS = {PORT: 22}
-
-
-def auth_method(remote_pass=None, ssh_id=None, ssh_id_pass=None):
-    """The service's ``auth`` of a migration with these credentials."""
-    if remote_pass is not None:
-        return "password"
-    if ssh_id is not None:
-        return "key-passphrase" if ssh_id_pass is not None else "key"
-    return "generated"
 
 
 # -- records -------------------------------------------------------------------------------------------
@@ -243,61 +232,12 @@ def _null_target(params, ctx, fingerprint):
     return result
 
 
-def _unsent(params, migration_id, recorded, fingerprint):
-    """(credential options given but not sent under update_secret=on_create, warning for a known change).
-
-    Credentials cannot be read back, so a given one may have changed, except an ssh_id whose fingerprint
-    or a remote_pass whose digest is the one the state file recorded when it was last sent: then the
-    module can tell (the same one: nothing to say; another one: the warning says so).
-    """
-    given = [OPTION_NAMES[f] for f in SECRET_PARAMS if params.get(f) is not None]
-    same_migration = recorded.get("migration_id") == migration_id
-    known = recorded.get("ssh_id_fingerprint") if same_migration else None
-    digest = recorded.get("remote_pass_digest") if same_migration else None
-    if fingerprint and known:
-        if known == fingerprint:
-            return [], None
-        return given, ("ssh_id is not the key last sent to migration %s (fingerprint %s; last sent %s), and it "
-                       "was not sent because update_secret is on_create. Run this task once with update_secret: "
-                       "always to send it, then run preflight again." % (migration_id, fingerprint, known))
-    if params.get(PASSWORD) is not None and digest:
-        if same_secret(params[PASSWORD], digest):
-            return [], None
-        return given, ("remote_pass is not the password last sent to migration %s (the state file %s keeps a "
-                       "digest of it), and it was not sent because update_secret is on_create. Run this task once "
-                       "with update_secret: always to send it, then run preflight again."
-                       % (migration_id, params.get("state_file")))
-    return given, None
-
-
-def unsent_warning(fields, migration_ids):
-    """The warning for credentials given and not sent (update_secret=on_create) to these migrations."""
-    ids = ", ".join(str(m) for m in migration_ids[:10])
-    if len(migration_ids) > 10:
-        ids += " and %d more" % (len(migration_ids) - 10)
-    where = "migration %s" % ids if len(migration_ids) == 1 else "%d migrations (%s)" % (len(migration_ids), ids)
-    verb = "was" if len(fields) == 1 else "were"
-    return "%s %s given but not sent to %s: %s" % ("/".join(fields), verb, where, UNSENT_HINT)
-
-
-def _pass_digest(params, recorded=None):
-    """The state file's digest of the remote_pass sent now (the recorded one when it is the same; None
-    without a password)."""
-    if params.get(PASSWORD) is None:
-        return None
-    known = (recorded or {}).get("remote_pass_digest")
-    return known if known and same_secret(params[PASSWORD], known) else secret_digest(params[PASSWORD])
-
-
-def _record_fingerprint(params, recorded, migration_id, fingerprint):
-    """Keep the fingerprint of the key sent and the digest of the password sent (None after a switch away
-    from them) in the state file."""
-    digest = _pass_digest(params, recorded)
-    if params.get("state_file") and (recorded.get("ssh_id_fingerprint") != fingerprint
-                                     or recorded.get("remote_pass_digest") != digest):
+def _record_sent(params, recorded, migration_id, fingerprint):
+    """Keep what the state file records of the credentials just sent (sent_record), when it differs."""
+    sent = sent_record(params, recorded, fingerprint)
+    if params.get("state_file") and any(recorded.get(k) != v for k, v in sent.items()):
         site = validate_site(params["site"]) if params.get("site") else recorded.get("site")
-        write_state_file(params["state_file"], site, migration_id, ssh_id_fingerprint=fingerprint,
-                         remote_pass_digest=digest)
+        write_state_file(params["state_file"], site, migration_id, **sent)
 
 
 def _recorded_migration(client, params, ctx, flag=None):
@@ -329,14 +269,15 @@ def _recorded_migration(client, params, ctx, flag=None):
 
 
 def run_one(params, ctx):
-    """One migration, its fields under the service's names: (result, warning or None)."""
+    """One migration, its fields under the service's names: its result (``credentials_not_sent``: the
+    credentials given that nothing could be compared with, for the caller's warning)."""
     fingerprint = _validate(params)
     recorded = read_state_file(params.get("state_file"))
     from_state_file = params.get("migration_id") is None and recorded.get("migration_id") is not None
     if from_state_file:
         params = dict(params, migration_id=int(recorded["migration_id"]))
     if params.get("site") is None and params.get("migration_id") is None:
-        return _null_target(params, ctx, fingerprint), None
+        return _null_target(params, ctx, fingerprint)
     client = ctx.client()
     flag = {}
     if from_state_file:
@@ -345,10 +286,10 @@ def run_one(params, ctx):
         migration_id, record = resolve_migration(client, params, flag)
     if record is not None and params.get("state_file") and recorded.get("migration_id") != migration_id \
             and not ctx.check_mode:
+        # What it kept of the credentials sent was another migration's: nothing to compare with now.
         recorded = write_state_file(params["state_file"], validate_site(params["site"]) if params.get("site")
-                                    else None, migration_id)
+                                    else None, migration_id, **FORGOTTEN)
     desired_auth = _auth(params)
-    creds_given = desired_auth != "generated"
     result = dict(changed=False, operation="none", updated_fields=[])
     if fingerprint:
         result["ssh_id_fingerprint"] = fingerprint
@@ -364,7 +305,7 @@ def run_one(params, ctx):
         if ctx.diff:
             result["diff"] = {"before": {}, "after": dict(_desired_plain(params, create=True), auth=desired_auth)}
         if ctx.check_mode:
-            return result, None
+            return result
         if flag.get("off"):
             # Read above: the service would refuse the create (403), which reads like a refused API key.
             raise ModuleFailure(ALLOW_OFF_MSG % (result["site"], result["site"]),
@@ -401,15 +342,14 @@ def run_one(params, ctx):
         migration_id = migration_id_of(data)
         if params.get("state_file"):
             # Recorded before anything else can fail, so that a re-run manages this migration.
-            write_state_file(params["state_file"], result["site"], migration_id, ssh_id_fingerprint=fingerprint,
-                             remote_pass_digest=_pass_digest(params))
+            write_state_file(params["state_file"], result["site"], migration_id, **sent_record(params, {}, fingerprint))
         if data.get("ssh-id-pub"):
             result["ssh_id_pub"] = data["ssh-id-pub"]
         record = get_migration(client, migration_id, missing_ok=True) or {}
         result.update(public_record(record, migration_id))
         if "ssh_id_pub" not in result and record.get("ssh-id-pub"):
             result["ssh_id_pub"] = record["ssh-id-pub"]
-        return result, None
+        return result
 
     # Existing migration: compare what can be read, send only the differences in what the user gave.
     current = record_args(record)
@@ -419,13 +359,12 @@ def run_one(params, ctx):
     # An empty remote-domain is sent when the record has none (empty means "the destination's default").
     changes = dict((k, v) for k, v in wanted.items() if not _stored_equals(current.get(k), v) or (k == DOMAIN and k not in current))
     current_auth = record.get("auth")
-    note = None
-    if creds_given and (params["update_secret"] == "always" or current_auth != desired_auth):
+    # Before any write: on_create with a credential known to differ fails here (migration_credentials.py).
+    credentials = decide(params, migration_id, recorded, fingerprint, current_auth)
+    if credentials.send:
         changes.update(_secret_form(params))
-    elif creds_given:
-        unsent, note = _unsent(params, migration_id, recorded, fingerprint)
-        if unsent:
-            result["credentials_not_sent"] = unsent
+    elif credentials.not_sent:
+        result["credentials_not_sent"] = credentials.not_sent
     result.update(public_record(record, migration_id))
     if record.get("ssh-id-pub"):
         result["ssh_id_pub"] = record["ssh-id-pub"]
@@ -438,7 +377,7 @@ def run_one(params, ctx):
             after["auth"] = "%s (credentials replaced)" % desired_auth
         result["diff"] = {"before": before, "after": after}
     if not changes:
-        return result, note
+        return result
     if record_state(record) in RUNNING_STATES:
         raise ModuleFailure("Migration %s is actively running, so the service refuses updates. Wait for the run "
                             "to finish (wpcloud.hosting.response_ticket_wait or migration_ready with wait), or "
@@ -446,7 +385,7 @@ def run_one(params, ctx):
                             migration_id=migration_id, state=record_state(record))
     result.update(changed=True, operation="update")
     if ctx.check_mode:
-        return result, note
+        return result
     uncertain = []
 
     def send():
@@ -473,10 +412,10 @@ def run_one(params, ctx):
     if uncertain:
         result["uncertain"] = uncertain
     if any(k in SECRET_PARAMS for k in changes):
-        _record_fingerprint(params, recorded, migration_id, fingerprint)
+        _record_sent(params, recorded, migration_id, fingerprint)
     record = get_migration(client, migration_id, missing_ok=True) or record
     result.update(public_record(record, migration_id))
-    return result, note
+    return result
 
 
 def update_applied(client, migration_id, changes):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import run_one, unsent_warning
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration import run_one
+from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_credentials import unsent_warning
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import (
     FIELD_NAMES,
     SECRET_FIELDS,
@@ -71,9 +72,9 @@ def run_fields(params, ctx):
     too) are under the service's names."""
     if params.get("migrations") is not None:
         return _run_migrations(params, ctx)
-    result, note = run_one(params, ctx)
+    result = run_one(params, ctx)
     if result.get("credentials_not_sent"):
-        ctx.warn(note or unsent_warning(result["credentials_not_sent"], [result["migration_id"]]))
+        ctx.warn(unsent_warning(result["credentials_not_sent"], [result["migration_id"]]))
     return result
 
 
@@ -121,7 +122,7 @@ def _run_migrations(params, ctx):
 
     def one(single):
         try:
-            result, note = run_one(single, ctx)
+            result = run_one(single, ctx)
         except ModuleFailure as failure:
             for name in ("site", "migration_id"):
                 if single.get(name) is not None:
@@ -130,15 +131,13 @@ def _run_migrations(params, ctx):
         if single.get("site") is not None:
             result.setdefault("site", single["site"])
         if result.get("credentials_not_sent"):
-            notes.append((result["migration_id"], result["credentials_not_sent"], note))
+            notes.append((result["migration_id"], result["credentials_not_sent"]))
         return result
 
     results = run_for_each(elements, one)
-    # One warning for the fleet rather than one per migration; a key known to have changed gets its own.
-    for known_change in [n[2] for n in notes if n[2]]:
-        ctx.warn(known_change)
-    generic = sorted((n[0], n[1]) for n in notes if not n[2])
-    if generic:
-        fields = sorted(set(f for item in generic for f in item[1]), key=SECRET_FIELDS.index)
-        ctx.warn(unsent_warning(fields, [item[0] for item in generic]))
+    # One warning for the fleet rather than one per migration.
+    if notes:
+        notes.sort()
+        fields = sorted(set(f for item in notes for f in item[1]), key=SECRET_FIELDS.index)
+        ctx.warn(unsent_warning(fields, [item[0] for item in notes]))
     return list_result(results, "migrations", _migration_label)

@@ -308,7 +308,8 @@ class Job(Polled):
         return self.poll_counts(result)
 
 
-def _poll_job(client, job):
+def poll_job(client, job):
+    """One poll of a Job (job-status); updates it in place (site, site_domain and site_backup follow jobs)."""
     job.polls += 1
     try:
         resp = client.call("job.status", job_id=job.job_id)
@@ -326,7 +327,7 @@ def _wait_job(client, job_id, params, ctx, what):
     """The job's end as a result entry; a ModuleFailure when it failed or outlasted wait_timeout."""
     options = wait_options(params)
     job = Job(job_id, time.monotonic())
-    timed_out = follow([job], lambda j: _poll_job(client, j), options["wait_timeout"], options["poll_interval"],
+    timed_out = follow([job], lambda j: poll_job(client, j), options["wait_timeout"], options["poll_interval"],
                        progress=progress_for("site: %s" % what, params, ctx),
                        poll_max_interval=options["poll_max_interval"])
     entry = job.as_result(time.monotonic())
@@ -395,6 +396,18 @@ def _domain_of_another_client(client, client_name, domain):
     if resp.status < 300 and allowed is not False:
         return None
     return resp.message or "the domain is already used"
+
+
+def recent_jobs(client, site_id, job_type):
+    """The client's recent jobs (job-status without an ID) of ``job_type`` on a site, newest first, each as the
+    service shows it ({"id", "_status", "type", "data"}); a job whose answer was lost, or one an earlier run left
+    pending, is found here."""
+    jobs = client.call("job.recent").data
+    found = [job for job in (jobs.values() if isinstance(jobs, dict) else jobs if isinstance(jobs, list) else [])
+             if isinstance(job, dict) and str(job.get("type") or "") == job_type
+             and str((job.get("data") or {}).get("atomic_site_id")) == str(site_id)]
+    return sorted(found, key=lambda job: int(job.get("id") or 0) if str(job.get("id") or "").isdigit() else 0,
+                  reverse=True)
 
 
 def _job_of_site(client, site_id):

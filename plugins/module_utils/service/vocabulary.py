@@ -80,6 +80,17 @@ ROLE_FIELDS = {
     "site_migration_docroot": "remote-docroot",
     "site_migration_source_domain": "remote-domain",
 }
+# Connection option -> the variable of the role (and of the collection's playbooks) that gives it. The role takes
+# each from this variable, else the play's module_defaults, else the WPCLOUD_* environment
+# (plugins/plugin_utils/site_migration/connection.py).
+CONNECTION_VARIABLES = {
+    "api_url": "wpcloud_api_url",
+    "api_key": "wpcloud_api_key",
+    "ca_path": "wpcloud_ca_path",
+    "validate_certs": "wpcloud_validate_certs",
+    "timeout": "wpcloud_timeout",
+    "rate_limit": "wpcloud_rate_limit",
+}
 # Module option -> the variable of the role that gives it: the role says every message in its own words with
 # this table (plugins/plugin_utils/site_migration); a migration field's variable is ROLE_FIELDS' (written once).
 ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in ROLE_FIELDS.items()], **{
@@ -91,11 +102,11 @@ ROLE_VARIABLES = dict([(OPTION_NAMES[field], variable) for variable, field in RO
     "admin_email": "site_migration_admin_email",
     "admin_pass": "site_migration_admin_pass",
     "php_version": "site_migration_php_version",
-    # The connection options, which the role takes from these variables (tasks/main.yml).
-    "api_url": "wpcloud_api_url",
-    "api_key": "wpcloud_api_key",
-    "ca_path": "wpcloud_ca_path",
-    "validate_certs": "wpcloud_validate_certs",
+    # Where the calls go and as whom (not timeout and rate_limit: module messages use those words plainly too).
+    "api_url": CONNECTION_VARIABLES["api_url"],
+    "api_key": CONNECTION_VARIABLES["api_key"],
+    "ca_path": CONNECTION_VARIABLES["ca_path"],
+    "validate_certs": CONNECTION_VARIABLES["validate_certs"],
 })
 
 # -- response tickets ---------------------------------------------------------------------------------------
@@ -157,6 +168,72 @@ SITE_VALUE_RULES = {
 
 # Client metadata keys the service never returns once set.
 WRITE_ONLY_KEYS = frozenset(["webhook_hmac_key"])
+
+# -- going live: domains, SSL, DNS (issue 37; docs/api-choices.md "Going live") --------------------------------
+
+# {service}/{identifier} of the domain and backup-list paths: the client's name and the site ID (sent first: the
+# ID never changes when the domain does), or this word and the site's primary domain (a service that refuses
+# the first form with 400).
+SERVICE_BY_DOMAIN = "domain"
+# The field of a site-alias answer (list, add, remove) that lists the site's aliases.
+ALIAS_DOMAINS = "domains"
+# update-site-domain's answer (a job; [] when the domain is already primary) and its job's type and data.
+JOB_ID_FIELD = "job_id"
+DOMAIN_JOB_TYPE = "update-site-domain"
+JOB_DOMAIN_FIELD = "domain_name"
+# ssl-info: a certificate ID (the field's name varies: the docs), or a broken record after a failed attempt.
+SSL_CERTIFICATE_FIELDS = ("acme_certificate_id", "ssl_certificate_id")
+SSL_BROKEN_RECORD = "broken_record"
+SSL_DETAIL_FIELDS = ("ca_provider", "certificate_expiration_date", "validation_expiration")
+SSL_BROKEN_FIELDS = ("reason", "last_error", "retry_date", "failcount")
+SSL_RETRY_QUEUED = "queued"
+# The states the collection reports for a domain's certificate: issued (a certificate ID), failed (a broken
+# record), pending (neither: the first attempt not made yet, or a retry queued); unknown when ssl-info could not
+# tell (it did not know the domain).
+SSL_ISSUED = "issued"
+SSL_PENDING = "pending"
+SSL_FAILED = "failed"
+SSL_UNKNOWN = "unknown"
+# get-ips: the client's ranges (CIDR) and the addresses suggested for a domain's A records.
+IPS_RANGES = "ips"
+IPS_SUGGESTED = "suggested"
+DNS_A = "A"
+DNS_TXT = "TXT"
+
+# -- going live: on-demand backups and restore ------------------------------------------------------------------
+
+# The module's word for a backup's content -> the service's kind in on-demand-backup/create/{site}/{kind}.
+BACKUP_KINDS = {"files": "fs", "database": "db"}
+# The types site-backups-list shows, by kind: the on-demand one (created by request) and the automatic one.
+ONDEMAND_TYPES = {"fs": "ondemand-fs", "db": "ondemand-db"}
+AUTOMATIC_TYPES = {"fs": "fs", "db": "db"}
+# A listed backup's fields; IDs are opaque strings (digits, a number or "bkp-1234" by source).
+BACKUP_ID = "atomic_backup_id"
+BACKUP_SITE_ID = "atomic_site_id"
+BACKUP_TIMESTAMP = "backup_timestamp"
+BACKUP_TYPE = "type"
+# "YYYY-MM-DD HH:MM:SS" in UTC (the docs); some readings give Unix seconds instead.
+BACKUP_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+# create and delete answer a request ID (the docs, the Python SDK), or "job_id" (the PHP SDK's docblock): nothing
+# to poll either way; the on-demand-backup event carries the same request ID.
+BACKUP_REQUEST_FIELDS = ("atomic_backup_request_id", JOB_ID_FIELD)
+# Restore: form field restore_from[] (the files backup, then the database backup), the site meta that allows it
+# (a recent Unix time) and the suspension it needs (503); the answer's job and response ticket.
+RESTORE_FROM = "restore_from"
+ALLOW_RESTORE = "allow_restore"
+SUSPENDED = "suspended"
+SUSPENDED_FOR_RESTORE = "503"
+META_VALUE = "value"
+RESTORE_JOB_FIELDS = ("atomic_job_id", JOB_ID_FIELD)
+RESTORE_JOB_TYPE = "restore-site"
+RESTORE_TICKET_FIELD = "response_ticket_id"
+# A restore refused because a backup is listed but not ready yet (a service that lists a backup as soon as create
+# answers): the restore is sent again while the wait lasts. Matched in the service's message, any case.
+RESTORE_NOT_READY = re.compile(r"not (?:yet )?ready", re.IGNORECASE)
+# The events that report these changes (spec 6.2; the event source passes them on).
+DOMAIN_EVENT = "domain_name_changed"
+BACKUP_EVENT = "on-demand-backup"
+BACKUP_EVENT_CREATED = "created"
 
 
 def as_int_or_str(value):

@@ -185,9 +185,10 @@ def created_in_check_mode(hosts, hostvars):
     return found
 
 
-def lineup(inputs, hosts, spec, hostvars=None, check_mode=False):
+def lineup(inputs, hosts, spec, hostvars=None, check_mode=False, fleet_problems=()):
     """The fleet at the start: one entry per site of the batch, in play order (see the module doc).
-    ``inputs``: each site's role variables as wpcloud.hosting.fleet_vars read them (null: unset)."""
+    ``inputs``: each site's role variables as wpcloud.hosting.fleet_vars read them (null: unset);
+    ``fleet_problems``: what stops every site (the play's connection), said in each site's message."""
     inputs, hosts = list(inputs or []), list(hosts or [])
     for index, given in enumerate(inputs):
         if given is not None and not isinstance(given, Mapping):
@@ -213,7 +214,7 @@ def lineup(inputs, hosts, spec, hostvars=None, check_mode=False):
         # A message of the spec check may quote a value; never a secret one.
         problems = [remove_values(msg, secrets) for msg in checked.error_messages]
         more, resolved = site_problems(params, given, hostvars, sources)
-        problems += more
+        problems += more + list(fleet_problems)
         site = str(params.get("site_migration_site") if params.get("site_migration_site") is not None else host)
         key = site.strip().lower()
         if key:

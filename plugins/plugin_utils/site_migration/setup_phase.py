@@ -60,26 +60,34 @@ def module_arguments(step, todo):
     return {"migrations": todo["migrations"]}
 
 
-def role_secrets(inputs, spec):
-    """Every text of the sites' values of the role's no_log variables (what the phase's result must never show)."""
+def role_secrets_by_variable(inputs, spec):
+    """``{variable: texts}``: every text of the sites' values of each of the role's no_log variables that one gives."""
     options = spec.get("options", spec) if isinstance(spec, Mapping) else {}
-    found = set()
+    found = {}
     for given in inputs:
         for name, option in options.items():
             if isinstance(option, Mapping) and option.get("no_log"):
-                found |= secret_texts((given or {}).get(name))
+                texts = secret_texts((given or {}).get(name))
+                if texts:
+                    found.setdefault(name, set()).update(texts)
     return found
 
 
-def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=None):
+def role_secrets(inputs, spec):
+    """Every text of the sites' values of the role's no_log variables (what the phase's result must never show)."""
+    return set(text for texts in role_secrets_by_variable(inputs, spec).values() for text in texts)
+
+
+def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=None, fleet_problems=()):
     """The fleet after the phase, lined up for the key install, and what each step did.
 
     ``inputs``: each host's role variables (read through Ansible's variable manager), in the order of ``hosts``;
     ``spec``: the role's argument spec; ``call(module, args, check_mode, by_field)``: a module's result (``by_field``:
     the arguments hold the fields by the service's names, run_in_controller's).
+    ``fleet_problems``: what stops every site before any call (the play's connection).
     Returns ``(fleet, steps)``: the fleet (no credential; its sites at stage key or later), and per step that
     ran, its ``result`` (the module's, for the caller's diff, warnings and facts) and ``sites`` (how many)."""
-    fleet = lineup(inputs, hosts, spec, hostvars, check_mode)
+    fleet = lineup(inputs, hosts, spec, hostvars, check_mode, fleet_problems)
     steps, taken = {}, {}
     for step, module, about in PHASE:
         todo = step_arguments(fleet, step, taken, inputs)
@@ -92,3 +100,47 @@ def set_up(inputs, hosts, spec, call, hostvars=None, check_mode=False, progress=
         steps[step] = {"sites": todo["count"], "result": result}
         taken = {step: result}
     return advance(fleet, taken, upto=NEXT_STEP), steps
+
+
+# Where each step's diff goes in a site's one diff: the site created (under "site"), its allow flag (the module's
+# own key), the migration's fields (under "migration"), in this order.
+DIFF_PLACES = (("new", "site"), ("allow", None), ("create", "migration"))
+
+
+def _label(value):
+    return str(value).strip().lower()
+
+
+def site_diffs(steps, fleet):
+    """One diff per site that the phase changed (or would, in check mode): the before and after of its site, allow
+    flag and migration, from the steps' diffs (a module gives one per site, headed ``site <site>``; redacted by the
+    module: no credential), in the order of the fleet. ``steps`` as ``set_up`` returns them."""
+    merged = {}
+    for step, place in DIFF_PLACES:
+        result = (steps.get(step) or {}).get("result")
+        if not isinstance(result, Mapping) or not result.get("changed") or not result.get("diff"):
+            continue
+        found = result["diff"] if isinstance(result["diff"], list) else [result["diff"]]
+        for diff in found:
+            if not isinstance(diff, Mapping):
+                continue
+            if diff.get("before") == diff.get("after"):
+                continue          # a list form gives every item's diff, the unchanged ones too
+            header = str(diff.get("before_header") or diff.get("after_header") or "")
+            before, after = merged.setdefault(_label(header), (header, {}, {}))[1:]
+            if place is None:
+                before.update(diff.get("before") or {})
+                after.update(diff.get("after") or {})
+            else:
+                before[place], after[place] = diff.get("before"), diff.get("after")
+    diffs = []
+    for entry in fleet:
+        header, before, after = merged.pop(_label("site %s" % entry["site"]), (None, None, None))
+        if header is not None:
+            if _label(entry["site"]) != _label(entry["host"]):
+                header = "%s (host %s)" % (header, entry["host"])
+            diffs.append({"before_header": header, "after_header": header, "before": before, "after": after})
+    # A diff the fleet does not name (none, unless a module names a site otherwise): shown as it came.
+    diffs += [{"before_header": header, "after_header": header, "before": before, "after": after}
+              for header, before, after in merged.values()]
+    return diffs

@@ -157,6 +157,31 @@ class Emulator:
     def site(self, id):  # noqa: A002
         return self._hook("GET", "sites/%s" % id)
 
+    def set_dns(self, domain, arrived=None, txt=None):
+        """DNS of ``domain`` points here (``arrived=True``) or no longer does (False); ``txt`` publishes a TXT value."""
+        body = {"domain": domain}
+        if arrived is not None:
+            body["arrived"] = arrived
+        if txt is not None:
+            body["txt"] = txt
+        return self._hook("POST", "dns", body)
+
+    def set_ssl(self, cfg):
+        """SSL timings (certificates.py): attempt, retry_base, retry_cap seconds."""
+        return self._hook("POST", "ssl", cfg)["ssl"]
+
+    def set_backups(self, cfg):
+        """Backup timings, quota, per-domain outcomes (backups.py)."""
+        return self._hook("POST", "backups", cfg)["backups"]
+
+    def set_provisioning(self, cfg):
+        """Job timings (jobs.py): create, delete, domain, restore."""
+        return self._hook("POST", "provisioning", cfg)["provisioning"]
+
+    def automatic_backup(self, site, kind):
+        """An automatic backup (type fs or db) of ``site`` taken and listed now; its list record."""
+        return self._hook("POST", "automatic-backup", {"site": site, "type": kind})
+
     def set_executor(self, cfg):
         return self._hook("POST", "executor", cfg)["executor"]
 

@@ -67,6 +67,22 @@ ROUTES = [(re.compile(pattern), name, methods, write) for pattern, name, methods
     (r"job-status(?:/([^/]+))?", "job.status", BOTH, False),
     (r"job-completion(?:/([^/]+))?", "job.completion", BOTH, False),
     (r"site-meta/([^/]+)/([^/]+)/get", "site_meta.get", ("GET",), False),
+    (r"site-meta/([^/]+)/([^/]+)/update", "site_meta.update", ("POST",), True),
+    (r"site-meta/([^/]+)/([^/]+)/remove", "site_meta.remove", BOTH, True),
+    # going live (issue 37): domains.py, backups.py
+    (r"update-site-domain/([^/]+)/([^/]+)/([^/]+)(?:/([^/]+))?", "site.update_domain", ("POST",), True),
+    (r"site-alias/([^/]+)/([^/]+)/list", "site.alias_list", ("GET",), False),
+    (r"site-alias/([^/]+)/([^/]+)/add/([^/]+)", "site.alias_add", ("GET",), True),
+    (r"site-alias/([^/]+)/([^/]+)/remove/([^/]+)", "site.alias_remove", ("GET",), True),
+    (r"ssl-info/([^/]+)", "site.ssl_info", ("POST",), False),
+    (r"ssl-retry/([^/]+)", "site.ssl_retry", ("POST",), True),
+    (r"get-ips/([^/]+)(?:/([^/]+))?", "client.ips", ("GET",), False),
+    (r"get-domain-verification-code/([^/]+)/([^/]+)", "client.domain_verification", ("GET",), False),
+    (r"on-demand-backup/create/([^/]+)/([^/]+)", "backup.create", ("POST",), True),
+    (r"on-demand-backup/delete/([^/]+)/([^/]+)", "backup.delete", ("POST",), True),
+    (r"site-backups-list/([^/]+)/([^/]+)((?:/[^/]+)*)", "backup.list", ("GET",), False),
+    (r"site-backup-info/([^/]+)/([^/]+)/([^/]+)", "backup.info", ("GET",), False),
+    (r"restore-site/([^/]+)", "site.restore", ("POST",), True),
     (r"site-allow-ssh-migration/([^/]+)", "site.allow_migration", ("POST",), True),
     (r"response-ticket/get/summary", "ticket.summary", ("POST",), False),
     (r"response-ticket/get/full", "ticket.full", ("POST",), False),
@@ -489,6 +505,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return read(args[0], params, batch=batch)
             if endpoint == "site_meta.get":
                 return service.site_meta_get(args[0], args[1])
+            if endpoint.startswith(("site_meta.", "site.update_domain", "site.alias", "site.ssl", "client.ips",
+                                    "client.domain", "backup.", "site.restore")):
+                return self._api_going_live(endpoint, args, params)
             if endpoint == "site.allow_migration":
                 return service.site_allow_migration(args[0])
             if endpoint in TICKET_ENDPOINTS:
@@ -509,6 +528,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
             LOG.exception("internal error in %s", endpoint)
             return 500, "Internal Server Error", []
         return 404, "Not found", []
+
+    def _api_going_live(self, endpoint, args, params):
+        """The endpoints of issue 37 (domains.py, backups.py, site-meta writes)."""
+        service = self.server.service
+        calls = {
+            "site_meta.update": lambda: service.site_meta_update(args[0], args[1], params),
+            "site_meta.remove": lambda: service.site_meta_remove(args[0], args[1]),
+            "site.update_domain": lambda: service.domain_update(*args),
+            "site.alias_list": lambda: service.alias(args[0], args[1], "list", None),
+            "site.alias_add": lambda: service.alias(args[0], args[1], "add", args[2]),
+            "site.alias_remove": lambda: service.alias(args[0], args[1], "remove", args[2]),
+            "site.ssl_info": lambda: service.ssl_info(args[0]),
+            "site.ssl_retry": lambda: service.ssl_retry(args[0]),
+            "client.ips": lambda: service.get_ips(args[0], args[1]),
+            "client.domain_verification": lambda: service.verification_code(args[0], args[1]),
+            "backup.create": lambda: service.backup_create(args[0], args[1]),
+            "backup.delete": lambda: service.backup_delete(args[0], args[1]),
+            "backup.list": lambda: service.backups_list(args[0], args[1], [t for t in args[2].split("/") if t]),
+            "backup.info": lambda: service.backup_info(args[0], args[1], args[2]),
+            "site.restore": lambda: service.restore_site(args[0], params),
+        }
+        return calls[endpoint]()
 
     def _log(self, entry, started):
         # took: seconds from the request's arrival (its body read) to its log entry, injected latency
@@ -580,8 +621,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if not isinstance(event, str) or not event:
                     raise ApiError(400, "event is required")
                 extra = {"signature_in_data": True} if body.get("signature_in_data") else {}
+                data = body.get("data")
+                if extra and data is not None and not isinstance(data, dict):
+                    # refused here: the sender would fail after this hook had answered 200, and send nothing
+                    raise ApiError(400, "signature_in_data needs data to be an object (or no data)")
                 srv.sender.emit(body.get("client", srv.service.client), event,
-                                atomic_site_id=body.get("atomic_site_id"), data=body.get("data", []), **extra)
+                                atomic_site_id=body.get("atomic_site_id"), data=data, **extra)
                 self._send(200, {"emitted": event})
             elif name == "variants" and method == "POST":
                 try:
@@ -590,6 +635,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raise ApiError(400, str(exc)) from None
             elif name == "variants" and method == "GET":
                 self._send(200, {"variants": srv.service.variants.view()})
+            elif name in ("dns", "ssl", "backups") and method in ("GET", "POST"):
+                read = {"dns": srv.service.hook_dns, "ssl": srv.service.hook_ssl, "backups": srv.service.hook_backups}
+                self._send(200, {name: read[name](body if method == "POST" else None)} if name != "dns"
+                           else read[name](body if method == "POST" else None))
+            elif name == "automatic-backup" and method == "POST":
+                self._send(200, srv.service.hook_automatic_backup(body))
             elif name == "deliveries" and method == "GET":
                 self._send(200, {"deliveries": list(getattr(srv.sender, "deliveries", []))})
             else:

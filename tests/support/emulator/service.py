@@ -22,8 +22,13 @@ from urllib.parse import urlsplit
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+import backups as B
+import certificates as C
+import dns as D
 import jobs as J
 import sites as S
+from domains import DomainEndpoints
+from errors import DOMAIN_USED_STATUS, LOCKED_STATUS, ApiError  # noqa: F401 (ApiError: server.py imports it here)
 from variants import Variants
 
 LOG = logging.getLogger("emulator.service")
@@ -37,25 +42,10 @@ WRITE_ONLY_META = ("webhook_hmac_key",)
 RUNNING = "migration-running"
 STATES = ("new", "preflight-running", "preflight-succeeded", "preflight-failed", RUNNING,
           "migration-succeeded", "migration-failed")
-# Status of a create-site refused for a domain already in use: not documented (the docs show only
-# the message); 400 like the service's other refusals of a request's fields, not 409, which the
-# docs keep for "another operation is running" and which clients may retry. docs/api-choices.md.
-DOMAIN_USED_STATUS = 400
-# Writes refused on a site another operation holds (provisioning, deletion, a running migration):
-# the docs' "423: site locked by another operation".
-LOCKED_STATUS = 423
 # Seconds within which a ticket's progress line reaches the state file (every other change is written
 # before its answer goes out).
 MESSAGE_SAVE_DELAY = 0.5
 RECENT_JOBS = 100  # GET job-status without an ID lists this many of the client's newest jobs
-
-
-class ApiError(Exception):
-    def __init__(self, status, message, data=None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.data = [] if data is None else data
 
 
 def _stamp(when=None):
@@ -97,7 +87,7 @@ class TicketHandle:
         self._service._add_message(self._epoch, self.id, str(text))
 
 
-class Service:
+class Service(DomainEndpoints, B.BackupEndpoints):
     def __init__(self, config, workdir, executor, accept_delay=1.0, state_file=None, sender=None):
         self.config = config
         self.client = config["client"]
@@ -113,13 +103,21 @@ class Service:
         self.epoch = 0  # bumped by reset(): workers of an older epoch must not touch new state
         self.extra_202 = {}
         self.sites, self.client_meta, self.migrations, self.tickets = {}, {}, {}, {}
-        self.site_ids, self.domains = [], {}  # sorted IDs (get-sites paging) and domain -> ID
+        self.site_ids, self.domains = [], {}  # sorted IDs (get-sites paging) and primary domain -> ID
+        self.aliases, self.reserved = {}, {}  # alias -> ID; a pending switch's new domain -> ID
+        self.ssl, self.dns = {}, {}  # domain -> certificate record; domain -> {"since", "txt"} (the DNS hook)
+        self.backups = {}  # backup ID -> record (backups.py)
         self.jobs, self.pending_jobs, self.outbox = {}, set(), []
         self.external_domains = {d.lower() for d in config.get("external_domains", [])}
         self.provisioning = J.normalize_config(config.get("provisioning"))
+        self.ssl_config = C.normalize_config(config.get("ssl"))
+        self.backup_config = B.normalize_config(config.get("backups"))
         self.next_migration_id = int(config.get("first_migration_id", 5001))
         self.next_job_id = int(config.get("first_job_id", 7001))
         self.next_site_id = int(config.get("first_site_id", 100001))
+        self.next_backup_id = int(config.get("first_backup_id", 3001))
+        self.next_backup_request_id = int(config.get("first_backup_request_id", 9001))
+        self.next_cert_id = 1
         self.ticket_seq = 0
         # Other readings of the service (variants.py); reset() restores the start values.
         self.variants = Variants(config.get("variants"))
@@ -133,6 +131,7 @@ class Service:
     # ----------------------------------------------------------------- state and persistence
     def _seed(self):
         self.sites, self.site_ids, self.domains = {}, [], {}
+        self.aliases, self.reserved, self.ssl, self.dns, self.backups = {}, {}, {}, {}, {}
         for entry in self.config.get("sites", []):
             self._hook_new_site({k: v for k, v in entry.items() if k != "provisioned"})
         self.client_meta = {self.client: {}}
@@ -144,11 +143,25 @@ class Service:
         site["status"] = status
         self._index_site(site)
         os.makedirs(self.storage(site_id), exist_ok=True)
+        # A site's creation domain points to the platform from the start: its certificate is there.
+        now = time.time()
+        self.dns.setdefault(site["domain"], {"since": now, "txt": None})
+        self.ssl[site["domain"]] = C.issued(now, self._new_cert_id())
         return site
+
+    def _new_cert_id(self):
+        cert_id = self.next_cert_id
+        self.next_cert_id += 1
+        return cert_id
+
+    def _dns_since(self, domain):
+        return (self.dns.get(domain) or {}).get("since")
 
     def _index_site(self, site):
         self.sites[site["id"]] = site
         self.domains[site["domain"]] = site["id"]
+        for alias in site.get("aliases", ()):
+            self.aliases[alias] = site["id"]
         bisect.insort(self.site_ids, site["id"])
 
     def _remove_site(self, site_id):
@@ -157,10 +170,17 @@ class Service:
             return
         if self.domains.get(site["domain"]) == site_id:
             del self.domains[site["domain"]]
+        for domain in [site["domain"]] + list(site.get("aliases", ())):
+            if self.aliases.get(domain) == site_id:
+                del self.aliases[domain]
+            self.ssl.pop(domain, None)
+        for domain in [d for d, owner in self.reserved.items() if owner == site_id]:
+            del self.reserved[domain]
         index = bisect.bisect_left(self.site_ids, site_id)
         if index < len(self.site_ids) and self.site_ids[index] == site_id:
             del self.site_ids[index]
         shutil.rmtree(self.storage(site_id), ignore_errors=True)
+        self._drop_site_backups(site_id)  # deleting a site removes its backups (docs)
 
     def storage(self, site_id):
         return os.path.join(self.workdir, "sites", str(site_id))
@@ -169,6 +189,7 @@ class Service:
         with open(self.state_file, encoding="utf-8") as handle:
             state = json.load(handle)
         self.sites, self.site_ids, self.domains = {}, [], {}
+        self.aliases, self.reserved = {}, {}
         for site in state["sites"].values():
             self._index_site(S.complete_record(site, self.client))
             os.makedirs(self.storage(site["id"]), exist_ok=True)
@@ -182,10 +203,20 @@ class Service:
         self.next_migration_id = max(self.next_migration_id, state.get("next_migration_id", 0))
         self.next_job_id = max(self.next_job_id, state.get("next_job_id", 0))
         self.next_site_id = max(self.next_site_id, state.get("next_site_id", 0))
+        self.next_backup_id = max(self.next_backup_id, state.get("next_backup_id", 0))
+        self.next_backup_request_id = max(self.next_backup_request_id, state.get("next_backup_request_id", 0))
+        self.next_cert_id = max(self.next_cert_id, state.get("next_cert_id", 0))
+        self.ssl, self.dns = state.get("ssl", {}), state.get("dns", {})
+        self.backups = {int(k): v for k, v in state.get("backups", {}).items()}
+        for job in self.jobs.values():
+            job.setdefault("extra", {})
+            if job["op"] == "domain" and not job["final"]:
+                self.reserved[job["domain"]] = job["site_id"]
         self.ticket_seq = state.get("ticket_seq", 0)
         # No worker survived the restart: whatever was running ends as a failure, visibly.
         for ticket in self.tickets.values():
-            if ticket["status"] == "running":
+            # a restore's ticket follows its job, which goes on across a restart (absolute times)
+            if ticket["status"] == "running" and ticket.get("operation") != "restore":
                 ticket["status"] = "failure"
                 ticket["responses"].append({"timestamp": int(time.time()),
                                             "message": "Interrupted: the service restarted before the "
@@ -204,8 +235,11 @@ class Service:
             return
         state = {"version": STATE_VERSION, "sites": self.sites, "client_meta": self.client_meta,
                  "migrations": self.migrations, "tickets": self.tickets, "jobs": self.jobs,
+                 "ssl": self.ssl, "dns": self.dns, "backups": self.backups,
                  "next_migration_id": self.next_migration_id, "next_job_id": self.next_job_id,
-                 "next_site_id": self.next_site_id, "ticket_seq": self.ticket_seq}
+                 "next_site_id": self.next_site_id, "next_backup_id": self.next_backup_id,
+                 "next_backup_request_id": self.next_backup_request_id, "next_cert_id": self.next_cert_id,
+                 "ticket_seq": self.ticket_seq}
         directory = os.path.dirname(os.path.abspath(self.state_file))
         fd, tmp = tempfile.mkstemp(prefix=".state-", dir=directory)  # mkstemp creates it 0600
         try:
@@ -222,17 +256,23 @@ class Service:
             self.epoch += 1
             self.variants.reset()
             shutil.rmtree(os.path.join(self.workdir, "sites"), ignore_errors=True)
+            shutil.rmtree(os.path.join(self.workdir, "backups"), ignore_errors=True)
             self._seed()
             self.provisioning = J.normalize_config(self.config.get("provisioning"))
+            self.ssl_config = C.normalize_config(self.config.get("ssl"))
+            self.backup_config = B.normalize_config(self.config.get("backups"))
             self._save()
             self._jobs_wake.notify_all()
 
     # ----------------------------------------------------------------- jobs over time
     def _advance_jobs(self):
-        """Apply the effects of every job whose time is up (caller holds the lock)."""
+        """Apply the effects of every job and backup request whose time is up (caller holds the lock)."""
+        now = time.time()
+        if self.backups and self._advance_backups(now):
+            self._save()
+            self._jobs_wake.notify_all()
         if not self.pending_jobs:
             return
-        now = time.time()
         done = sorted((job_id for job_id in self.pending_jobs if now >= self.jobs[job_id]["done_at"]),
                       key=lambda job_id: self.jobs[job_id]["done_at"])
         for job_id in done:
@@ -245,9 +285,13 @@ class Service:
             if job["op"] == "create":
                 if job["outcome"] == "success":
                     site["status"] = "active"
-                    self.outbox.append((site["client"], "site_provisioned", site["id"]))
+                    self.outbox.append((site["client"], "site_provisioned", site["id"], []))
                 else:  # a failed provisioning leaves no site behind: the domain is free again
                     self._remove_site(site["id"])
+            elif job["op"] == "domain":
+                self._finish_domain_job(job, site)
+            elif job["op"] == "restore":
+                self._finish_restore(job, site)
             elif job["outcome"] == "success":
                 self._remove_site(site["id"])
             else:
@@ -263,26 +307,30 @@ class Service:
                 try:
                     self._advance_jobs()
                     if not self.outbox:
-                        due = min((self.jobs[j]["done_at"] for j in self.pending_jobs), default=None)
+                        due = min([self.jobs[j]["done_at"] for j in self.pending_jobs]
+                                  + [t for t in (self._backup_due(),) if t is not None], default=None)
                         self._jobs_wake.wait(None if due is None else max(0.0, due - time.time()) + 0.001)
                         self._advance_jobs()
                 except Exception:  # a bug here must show in the log, not silently stop every job
                     LOG.exception("job scheduler")
                     self._jobs_wake.wait(1.0)
                 events, self.outbox = self.outbox, []
-            for client, event, site_id in events:
+            for client, event, site_id, data in events:
                 if self.sender:
                     try:
-                        self.sender.emit(client, event, atomic_site_id=site_id, data=[])
+                        self.sender.emit(client, event, atomic_site_id=site_id, data=data)
                     except Exception:  # a closed sender at shutdown must not kill the scheduler
                         LOG.exception("could not queue %s for site %s", event, site_id)
 
-    def _start_job(self, op, site):
-        outcome, queued, duration = J.plan(self.provisioning, op, site["domain"])
+    def _start_job(self, op, site, domain=None, extra=None):
+        """A new job on ``site``; ``domain``: the domain it is about and whose overrides apply (a domain
+        switch: the new one), else the site's."""
+        domain = domain or site["domain"]
+        outcome, queued, duration = J.plan(self.provisioning, op, domain)
         job_id = self.next_job_id
         self.next_job_id += 1
-        self.jobs[job_id] = J.new_job(job_id, op, site["client"], site["id"], site["domain"], time.time(),
-                                      outcome, queued, duration)
+        self.jobs[job_id] = J.new_job(job_id, op, site["client"], site["id"], domain, time.time(),
+                                      outcome, queued, duration, extra)
         self.pending_jobs.add(job_id)
         site["job"] = job_id
         self._jobs_wake.notify_all()
@@ -311,9 +359,17 @@ class Service:
         if site["status"] == "deleting":
             raise ApiError(LOCKED_STATUS, "Site %s is locked: it is being deleted (job %s)"
                            % (site["id"], site.get("job")))
-        if doing == "delete":
+        if site["status"] == "restoring":
+            raise ApiError(LOCKED_STATUS, "Site %s is locked: a restore is running (job %s)"
+                           % (site["id"], site.get("job")))
+        if doing == "domain" and site.get("domain_job"):
+            raise ApiError(LOCKED_STATUS, "Site %s is locked: its primary domain is being changed (job %s)"
+                           % (site["id"], site["domain_job"]))
+        if doing in ("delete", "backup", "restore"):
+            # A preflight does not touch the site's storage: only deleting the site waits for it.
+            busy = ("preflight-running", RUNNING) if doing == "delete" else (RUNNING,)
             for mig in self.migrations.values():
-                if mig["site_id"] == site["id"] and mig["state"] in ("preflight-running", RUNNING):
+                if mig["site_id"] == site["id"] and mig["state"] in busy:
                     raise ApiError(LOCKED_STATUS, "Site %s is locked: migration %s is running"
                                    % (site["id"], mig["id"]))
 
@@ -398,6 +454,32 @@ class Service:
         with self.lock:
             return 200, "OK", S.meta_value(self._site(ref), key)
 
+    def site_meta_update(self, ref, key, params):
+        with self.lock:
+            site = self._site(ref)
+            try:
+                field, value = S.meta_write(key, _string(params, "value"))
+            except S.FieldError as exc:
+                raise ApiError(400, str(exc)) from None
+            if field == "meta":
+                site["meta"][key] = value
+            else:
+                site[field] = value
+            self._save()
+            return 200, "OK", []
+
+    def site_meta_remove(self, ref, key):
+        """Removing an unset key is not an error (the docs' restore guide removes suspended unconditionally)."""
+        with self.lock:
+            site = self._site(ref)
+            try:
+                S.meta_write(key, None, removing=True)
+            except S.FieldError as exc:
+                raise ApiError(400, str(exc)) from None
+            if site["meta"].pop(key, None) is not None:
+                self._save()
+            return 200, "OK", []
+
     def site_allow_migration(self, ref):
         with self.lock:
             site = self._site(ref)
@@ -409,7 +491,36 @@ class Service:
             return 200, "OK", {"ready_for_migration": True}
 
     def _domain_taken(self, domain):
-        return domain in self.domains or domain in self.external_domains
+        """Used by a site (primary or alias), promised to a pending switch, or hosted elsewhere without this
+        client's verification TXT record (the DNS hook publishes one)."""
+        if self._domain_attached(domain):
+            return True
+        if domain in self.external_domains:
+            return (self.dns.get(domain) or {}).get("txt") != D.verification_code(self.client, domain)
+        return False
+
+    def _domain_attached(self, domain):
+        return domain in self.domains or domain in self.aliases or domain in self.reserved
+
+    def _service_site(self, service, identifier):
+        """The site of a ``{service}/{identifier}`` path (rtCamp base.py, WPConcierge Sites.php): the client's
+        name and a site ID, or the word ``domain`` and a primary domain; switch service_form narrows or widens
+        what is accepted. 400 for a form refused, then as _site (404, 403)."""
+        form = self.variants["service_form"]
+        if service == "domain":
+            if form == "client-id":
+                raise ApiError(400, "Invalid service domain: use {client}/{site ID}")
+            if S.normalize_domain(identifier) is None:
+                raise ApiError(400, "Invalid domain: %s" % identifier[:253])
+        else:
+            if form == "domain":
+                raise ApiError(400, "Invalid service %s: use domain/{domain}" % service[:40])
+            if form != "any-service":
+                self._check_client(service)
+            if not identifier.isdigit():
+                raise ApiError(400, "Use {client}/{site ID} or domain/{domain}, not %s/%s"
+                               % (service[:40], identifier[:253]))
+        return self._site(identifier)
 
     def site_create(self, client, params):
         """create-site: the record exists at once (status provisioning) and a job provisions it."""
@@ -471,21 +582,15 @@ class Service:
     def site_delete(self, service, identifier):
         """delete-site/{client}/{site ID} or delete-site/domain/{domain}: a job removes the site."""
         with self.lock:
-            if service == "domain":
-                if S.normalize_domain(identifier) is None:
-                    raise ApiError(400, "Invalid domain: %s" % identifier[:253])
-            else:
-                self._check_client(service)
-                if not identifier.isdigit():
-                    raise ApiError(400, "Use delete-site/{client}/{site ID} or delete-site/domain/{domain}")
-            site = self._site(identifier)
+            site = self._service_site(service, identifier)
             if site["status"] == "deleting":
                 raise ApiError(400, "A deletion is already queued for site %s (job %s)" % (site["id"], site["job"]))
             if S.is_set(site["meta"].get("do_not_delete")):
                 raise ApiError(400, "Site %s has do_not_delete set; remove it before deleting the site" % site["id"])
-            if site["ondemand_backups"]:
+            held = site["ondemand_backups"] + self.ondemand_count(site["id"])
+            if held:
                 raise ApiError(412, "Site %s has %d on-demand backup(s); delete them before deleting the site"
-                               % (site["id"], site["ondemand_backups"]))
+                               % (site["id"], held))
             self._check_unlocked(site, "delete")
             site["status"] = "deleting"
             job_id = self._start_job("delete", site)
@@ -572,10 +677,11 @@ class Service:
                 "client": site["client"], "status": site["status"], "job": site.get("job"),
                 "allow_site_migration": site["allow_site_migration"], "meta": dict(site["meta"]),
                 "ondemand_backups": site["ondemand_backups"], "storage": self.storage(site["id"]),
-                "created": site["created"]}
+                "created": site["created"], "aliases": list(site["aliases"]), "domain_job": site.get("domain_job"),
+                "backups": sorted(b for b, r in self.backups.items() if r["site_id"] == site["id"])}
 
     HOOK_SITE_FIELDS = {"id", "domain", "allow_migration", "provisioned", "client", "meta", "ondemand_backups",
-                        "php_version", "admin_user", "admin_email", "geo_affinity"}
+                        "php_version", "admin_user", "admin_email", "geo_affinity", "aliases"}
 
     def _hook_new_site(self, body):
         """Validate one hook site and add it (caller holds the lock); returns the site."""
@@ -603,10 +709,22 @@ class Service:
                 settings[name] = body[name]
         if settings.get("geo_affinity", S.DEFAULT_GEO) not in S.GEO_POOLS:
             raise ApiError(400, "geo_affinity must be one of %s" % ", ".join(sorted(S.GEO_POOLS)))
-        if site_id in self.sites or domain.lower() in self.domains:
+        if site_id in self.sites or self._domain_attached(domain.lower()):
             raise ApiError(409, "site %s or domain %s already exists" % (site_id, domain))
+        aliases = body.get("aliases") or []
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise ApiError(400, "aliases must be a list of host names")
+        aliases = [a.lower() for a in aliases]
+        if any(S.normalize_domain(a) != a or self._domain_taken(a) or a == domain.lower() for a in aliases):
+            raise ApiError(409, "aliases must be host names no site uses: %s" % ", ".join(aliases))
         site = self._put_site(site_id, settings, client)
         site["ondemand_backups"] = backups
+        now = time.time()
+        for alias in aliases:   # attached and pointed here from the start, like the site's own domain
+            site["aliases"].append(alias)
+            self.aliases[alias] = site_id
+            self.dns.setdefault(alias, {"since": now, "txt": None})
+            self.ssl[alias] = C.issued(now, self._new_cert_id())
         return site
 
     def hook_add_site(self, body):
@@ -779,12 +897,7 @@ class Service:
             if site is None:
                 raise ApiError(404, "Site %s of migration %s no longer exists" % (mig["site_id"], mig["id"]))
             self._check_unlocked(site, operation)
-            self.ticket_seq += 1
-            tid = new_ticket_id(self.ticket_seq)
-            now = time.time()
-            self.tickets[tid] = {"id": tid, "migration_id": mig["id"], "site_id": mig["site_id"],
-                                 "client": mig["client"], "operation": operation, "status": "running",
-                                 "created": now, "accept_until": now + self.accept_delay, "responses": []}
+            tid = self._new_ticket(site, operation, mig["id"])["id"]
             mig["state"] = "preflight-running" if operation == "preflight" else RUNNING
             mig["generation"] += 1
             mig["updated"] = _stamp()
@@ -793,6 +906,20 @@ class Service:
         threading.Thread(target=self._work, args=job, daemon=True,
                          name="%s-%s" % (operation, migration_id)).start()
         return 200, "OK", {"response-ticket-id": tid}
+
+    def _new_ticket(self, site, operation, migration_id=None):
+        """A response ticket (preflight, ready, restore): 202 for accept_delay seconds, then running."""
+        self.ticket_seq += 1
+        tid = new_ticket_id(self.ticket_seq)
+        now = time.time()
+        self.tickets[tid] = {"id": tid, "migration_id": migration_id, "site_id": site["id"], "client": site["client"],
+                             "operation": operation, "status": "running", "created": now,
+                             "accept_until": now + self.accept_delay, "responses": []}
+        return self.tickets[tid]
+
+    @staticmethod
+    def _ticket_line(ticket, text):
+        ticket["responses"].append({"timestamp": int(time.time()), "message": text})
 
     def _executor_view(self, mig):
         # The full record plus the args flattened to the top level, for executors' convenience.

@@ -165,6 +165,7 @@ def new_record(site_id, client, created, settings=None):
         "db_charset": charset, "db_collate": settings.get("db_collate") or COLLATIONS[charset],
         "space_quota": settings.get("space_quota") or DEFAULT_QUOTA, "geo_affinity": geo,
         "software": dict(settings.get("software") or {}), "ondemand_backups": 0,
+        "aliases": [], "db_siteurl": domain,  # the host the database's siteurl names (domains.py)
         "db_pass": secrets.token_urlsafe(18), "smtp_pass": secrets.token_urlsafe(18),
         "site_api_key": secrets.token_hex(16),
     }
@@ -186,6 +187,36 @@ def meta_value(site, key):
     if key in ("php_version", "wp_version", "space_quota", "geo_affinity"):
         return site[key]
     return site["meta"].get(key)
+
+
+# Record fields site-meta can change, and the keys it cannot write at all.
+META_FIELDS = ("php_version", "space_quota")
+META_READ_ONLY = {"allow_site_migration": "use site-allow-ssh-migration",
+                  "wp_version": "use site-wordpress-version", "geo_affinity": "it is chosen when the site is created"}
+SUSPENDED = re.compile(r"[1-5][0-9][0-9]")
+
+
+def meta_write(key, value, removing=False):
+    """Check a site-meta update (or remove); returns (where, value): ``meta`` or the record field to set."""
+    if key in META_READ_ONLY:
+        doing = "removed" if removing else "updated"
+        raise FieldError("%s cannot be %s with site-meta: %s" % (key, doing, META_READ_ONLY[key]))
+    if not META_KEY.fullmatch(key):
+        raise FieldError("Invalid meta key: %s" % key[:64])
+    if key in META_FIELDS and removing:
+        raise FieldError("%s cannot be removed, only updated" % key)
+    if removing:
+        return "meta", None
+    if value is None:
+        raise FieldError("Missing required parameter: value")
+    value = value.strip()
+    if key == "php_version" and value not in PHP_VERSIONS:
+        raise FieldError("Invalid php_version %s: available versions are %s" % (value, ", ".join(PHP_VERSIONS)))
+    if key == "space_quota" and not QUOTA.fullmatch(value):
+        raise FieldError("Invalid space_quota: use a size such as 50G")
+    if key == "suspended" and not SUSPENDED.fullmatch(value):
+        raise FieldError("Invalid suspended: use an HTTP status code such as 503")
+    return (key if key in META_FIELDS else "meta"), value
 
 
 def public_record(site, client_id, extra=False):

@@ -22,6 +22,49 @@ SWITCHES = {
     "job_words": ("doc", ("doc", "wpconcierge"),
                   "the final words of a job: success/failure (docs); done/failed (the PHP SDK's poller); "
                   "or any SUCCESS/FAILURE pair, e.g. Completed/Error"),
+    # Going live (issue 37): domains, SSL, DNS, backups, restore. docs/api-choices.md "Going live".
+    "service_form": ("both", ("both", "client-id", "domain", "any-service"),
+                     "{service}/{identifier}: {client}/{site ID} or domain/{domain}; only the first; only the second; "
+                     "any service word with a site ID (the PHP SDK's tests use 'site' and 'atomic')"),
+    "domain_job_answer": ("doc", ("doc", "minimal", "string-id"),
+                          "update-site-domain's job: job_id, atomic_site_id, domain_name, old_domain_name (docs); "
+                          "job_id only; job_id as a string"),
+    "same_domain_answer": ("empty", ("empty", "job", "refused"),
+                           "update-site-domain to the current primary: data [] (Python SDK); a job that changes "
+                           "nothing; 400"),
+    "domain_db_update": ("none", ("none", "siteurl"),
+                         "a primary switch leaves the database alone (docs' event example); rewrites siteurl/home"),
+    "alias_list": ("aliases", ("aliases", "with-primary"),
+                   "site-alias domains: the aliases only (docs); the primary first, then the aliases"),
+    "alias_repeat": ("ok", ("ok", "refused"), "site-alias add of an existing alias: 200 unchanged; 400"),
+    "alias_event": ("sent", ("sent", "none"),
+                    "domain_name_changed after an alias add/remove (spec, webhook docs); only for primary switches"),
+    "ssl_info_key": ("domain", ("domain", "domain-or-id"),
+                     "ssl-info/ssl-retry path: a domain (SDKs, docs); a domain or a site ID (the panel)"),
+    "ssl_pending_answer": ("nulls", ("nulls", "empty"),
+                           "ssl-info before a certificate: the object with nulls; data [] (PHP's empty array)"),
+    "ssl_cert_field": ("acme", ("acme", "ssl"),
+                       "certificate ID field: acme_certificate_id; ssl_certificate_id (docs: 'the field used can vary')"),
+    "ssl_after_dns": ("at-once", ("at-once", "next-retry"),
+                      "DNS arriving for a failed domain: an attempt at once; only at retry_date or after ssl-retry"),
+    "ips_shape": ("object", ("object", "list"),
+                  "get-ips data: {ips, suggested} (docs, panel); [{ips, suggested}] (the Python SDK's other case)"),
+    "backup_request_answer": ("doc", ("doc", "job-id"),
+                              "on-demand-backup create/delete: {atomic_backup_request_id} (docs, Python SDK); "
+                              "{job_id} (the PHP SDK's docblock; still nothing to poll)"),
+    "backup_id_form": ("numeric-string", ("numeric-string", "integer", "prefixed"),
+                       "atomic_backup_id: \"1234\" (docs, Python SDK model); 1234; \"bkp-1234\" (PHP SDK tests)"),
+    "backup_listing": ("with-event", ("with-event", "at-once", "lagging"),
+                       "an on-demand backup is listed when 'created' is sent; as soon as create answers; "
+                       "list_lag seconds after 'created'"),
+    "backup_type_segments": ("many", ("many", "one"),
+                             "site-backups-list type filter: several segments (Python SDK); one (PHP SDK)"),
+    "backup_timestamp_form": ("datetime", ("datetime", "unix"),
+                              "backup_timestamp: \"YYYY-MM-DD HH:MM:SS\" UTC (docs); Unix seconds"),
+    "restore_answer": ("ticket", ("ticket", "job"),
+                       "restore-site: {atomic_job_id, response_ticket_id} (docs, Python SDK); {job_id} (PHP SDK)"),
+    "restore_order": ("any", ("any", "files-first"),
+                      "restore_from[]: either order (docs); the files backup first, else 400"),
 }
 JOB_WORD_PRESETS = {"doc": ("success", "failure"), "wpconcierge": ("done", "failed")}
 

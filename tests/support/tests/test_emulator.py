@@ -744,6 +744,10 @@ def test_events_hook(emu):
     assert emu.emit("domain_name_changed", atomic_site_id=1001, data={"passed_old": "a", "passed_new": "b"})
     with pytest.raises(Exception):
         emu._hook("POST", "events", {"data": []})
+    # signature_in_data needs an object: refused before anything is sent, not a 200 and a crashed delivery
+    with pytest.raises(Exception, match="400"):
+        emu._hook("POST", "events", {"event": "x", "signature_in_data": True, "data": []})
+    assert emu._hook("POST", "events", {"event": "x", "signature_in_data": True}) == {"emitted": "x"}
     assert isinstance(emu.deliveries(), list)
 
 

@@ -21,7 +21,16 @@ def test_defaults_are_todays_and_reset_restores_them(emu):
     status, body = hook(emu, "GET", "variants")
     assert status == 200
     assert body["variants"] == {"bad_key_status": "403", "paging": "honour", "list_allow_key": "listed",
-                                "create_allow_meta": "kept", "job_words": "doc"}
+                                "create_allow_meta": "kept", "job_words": "doc",
+                                # going live (issue 37): tests/support/tests/test_emulator_domains.py, _backups.py
+                                "service_form": "both", "domain_job_answer": "doc", "same_domain_answer": "empty",
+                                "domain_db_update": "none", "alias_list": "aliases", "alias_repeat": "ok",
+                                "alias_event": "sent", "ssl_info_key": "domain", "ssl_pending_answer": "nulls",
+                                "ssl_cert_field": "acme", "ssl_after_dns": "at-once", "ips_shape": "object",
+                                "backup_request_answer": "doc", "backup_id_form": "numeric-string",
+                                "backup_listing": "with-event", "backup_type_segments": "many",
+                                "backup_timestamp_form": "datetime", "restore_answer": "ticket",
+                                "restore_order": "any"}
     assert hook(emu, "POST", "variants", {"paging": "ignore"})[1]["variants"]["paging"] == "ignore"
     emu.reset()
     assert hook(emu, "GET", "variants")[1]["variants"]["paging"] == "honour"

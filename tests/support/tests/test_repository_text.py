@@ -64,3 +64,43 @@ def test_docs_name_code_where_it_is():
                           for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`", found.group(1))
                           if not re.search(r"\b%s\b" % re.escape(name), code)]
     assert stale == []
+
+
+# Every `site_migration_*` name the docs and examples give a user is one the role knows: a misspelt variable in
+# an example is copied into inventories and silently ignored there (issue 38). Besides the role's options
+# (meta/argument_specs.yml) the name may be one of the collection's plugins, the role's own facts and groups,
+# its internal variables (two underscores) or a prefix the text completes (`site_migration_remote_*`).
+ROLE_NAMES_OTHER_THAN_OPTIONS = {"site_migration_report", "site_migration_stopped", "site_migration_slice_report_"}
+ROLE_NAME = re.compile(r"\bsite_migration_[a-z_]*[a-z]_?(?![a-z_])")
+
+
+def role_names_known():
+    import yaml  # pylint: disable=import-outside-toplevel
+    spec = yaml.safe_load((ROOT / "roles" / "site_migration" / "meta" / "argument_specs.yml").read_text())
+    known = set(spec["argument_specs"]["main"]["options"]) | ROLE_NAMES_OTHER_THAN_OPTIONS
+    return known | {p.stem for folder in ("modules", "filter") for p in (ROOT / "plugins" / folder).iterdir()}
+
+
+def unknown_role_names(text, known):
+    """(line, name) of each site_migration_* name of ``text`` the role does not know."""
+    return [(text.count("\n", 0, found.start()) + 1, found.group(0)) for found in ROLE_NAME.finditer(text)
+            if found.group(0) not in known and not found.group(0).startswith("site_migration__")
+            and not (found.group(0).endswith("_") and any(k.startswith(found.group(0)) for k in known))]
+
+
+def test_docs_name_only_role_variables_the_role_knows():
+    known = role_names_known()
+    texts = [p for p in tracked_names()
+             if (p.startswith("docs/") and p.endswith((".md", ".yml")) and p not in HISTORICAL_DOCS and "performance" not in p)
+             or p in ("README.md", "roles/site_migration/README.md", "roles/site_migration/meta/argument_specs.yml",
+                      "roles/site_migration/defaults/main.yml")
+             or (p.startswith("playbooks/") and p.endswith(".yml"))]
+    assert "docs/examples/inventory.yml" in texts and "docs/getting-started.md" in texts
+    unknown = ["%s:%d: %s" % (name, line, word) for name in texts
+               for line, word in unknown_role_names((ROOT / name).read_text(errors="replace"), known)]
+    assert unknown == []
+
+
+def test_the_role_variable_check_finds_a_misspelt_one():
+    text = "vars:\n  site_migration_confirm_overwite: true\n  site_migration_remote_user: www\n  site_migration__todo: {}\n"
+    assert unknown_role_names(text, role_names_known()) == [(2, "site_migration_confirm_overwite")]

@@ -6,7 +6,6 @@ emulator's, plus one end-to-end pass through the emulator started with ``--execu
 
 import copy
 import glob
-import hashlib
 import os
 import re
 import stat
@@ -20,6 +19,7 @@ import pytest
 from executors import messages as M
 from executors.scripted import ScriptedExecutor
 from executors.ssh import SSHExecutor, rewrite_domain
+from file_tree import snapshot
 from source_host import make_keypair
 from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
@@ -211,25 +211,6 @@ def test_configure(executor):
 
 # ----------------------------------------------------------------------------- run
 
-def _tree(root):
-    """{relative path: (kind, mode, sha256 / link target)} for everything below root."""
-    result = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            rel = os.path.relpath(path, root)
-            if stat.S_ISLNK(info.st_mode):
-                result[rel] = ("link", None, os.readlink(path))
-            elif stat.S_ISDIR(info.st_mode):
-                result[rel] = ("dir", stat.S_IMODE(info.st_mode), None)
-            else:
-                with open(path, "rb") as handle:
-                    digest = hashlib.sha256(handle.read()).hexdigest()
-                result[rel] = ("file", stat.S_IMODE(info.st_mode), digest)
-    return result
-
-
 class ProcessWatcher:
     """Samples every process's command line and environment while a run goes on."""
 
@@ -284,7 +265,7 @@ def test_run_copies_files_and_database(executor, migration, source_host, site, a
     assert M.syncing(100) in ticket.messages
 
     files = Path(site["storage"], "files")
-    assert _tree(files) == _tree(source_host.docroot)            # byte for byte, modes, links, empty dir
+    assert snapshot(files) == snapshot(source_host.docroot)    # byte for byte, modes, links, empty dir
     assert not stale.exists()
     assert (files / "wp-content" / "upgrade").is_dir()
     assert (files / "wp-content" / "uploads" / "2026" / "11" / "café menu.txt").is_file()
@@ -415,7 +396,7 @@ def test_end_to_end_through_emulator(source_host, tmp_path):
         messages = [r["message"] for r in result["responses"]]
         assert result["status"] == "success", messages
         storage = emu.site(1002)["storage"]
-        assert _tree(os.path.join(storage, "files")) == _tree(source_host.docroot)
+        assert snapshot(os.path.join(storage, "files")) == snapshot(source_host.docroot)
         dump = Path(storage, "db.sql").read_text()
         assert "'siteurl','http://dest2.example'" in dump
         assert emu.api("migration/get/%s" % mid)[1]["data"]["state"] == "migration-succeeded"

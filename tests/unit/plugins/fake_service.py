@@ -6,7 +6,8 @@ Every session of a WPCloudClient sends through ``FakeService.adapter()``, and it
 (HOT_READS) is ``FakeService.pool()`` (the ``fake_api`` fixture puts both in place), so the client's own
 code runs whole: the operation table, form bodies and query strings, the Auth
 header, the envelope, statuses and the retry rules. The service keeps what the modules rely on (sites and
-their allow_site_migration, migrations with their states, client metadata, response tickets) and logs
+their allow_site_migration, migrations with their states, client metadata, response tickets; for going live a
+site's primary domain, aliases and certificates, its backups, site meta and restores) and logs
 every request like the emulator's request log (tests/support/emulator): operation, method, parameter names, and
 whether it writes. ``fault`` makes the next matching requests fail as a network or a service does,
 with the exception chains requests and urllib3 raise (each transport gets its library's).
@@ -167,6 +168,21 @@ class FakeService(object):
         self.list_key = "listed"
         self.create_keeps_flag = True
         self.used_domains = set()              # domains of sites of another client (check_domain: used)
+        # Going live (the emulator's domains.py and backups.py in little): a site's primary domain and aliases,
+        # each attached domain's certificate, its backups, site meta, and the readings the tests switch.
+        self.primary = {}                      # site ID -> primary domain (sites added with add_live_site)
+        self.site_aliases = {}                 # site ID -> [aliases]
+        self.ssl = {}                          # domain -> issued | pending | failed
+        self.site_meta = {}                    # (site ID, key) -> value
+        self.backups = {}                      # site ID -> [records as listed, newest first]
+        self.next_backup = 3001
+        self.backup_quota = 1
+        self.backup_lag = 0                    # list reads a new backup stays unlisted for (the created event's lag)
+        self.restores = []                     # (site ID, [backup IDs]) of the restores applied
+        self.service_form = "both"             # or "domain": {client}/{site ID} refused with 400
+        self.same_domain_answer = "empty"      # update-site-domain to the primary: [] (or "refused": 400)
+        self.ssl_pending_answer = "nulls"      # or "empty": data [] for a pending certificate
+        self.restore_not_ready = 0             # restores refused "not ready" before one is taken
 
     def adapter(self):
         return FakeTransport(self)
@@ -179,6 +195,25 @@ class FakeService(object):
         """A site; ``allow`` is its allow_site_migration (None: not allowed, "true", or a migration ID)."""
         self.sites[str(site)] = allow
         return str(site)
+
+    def add_live_site(self, site_id, domain, aliases=(), ssl="issued"):
+        """A site with a primary domain and aliases (every certificate ``ssl``), as site_domain and site_backup find it."""
+        site = str(site_id)
+        self.sites[site] = None
+        self.primary[site] = domain
+        self.site_aliases[site] = list(aliases)
+        for name in [domain] + list(aliases):
+            self.ssl[name] = ssl
+        self.backups[site] = []
+        return site
+
+    def add_backup(self, site, kind="ondemand-fs", taken="2026-01-01 00:00:00"):
+        """A backup listed for ``site`` (its type as the service names it); returns its ID."""
+        backup_id = str(self.next_backup)
+        self.next_backup += 1
+        self.backups[str(site)].insert(0, {"atomic_backup_id": backup_id, "atomic_site_id": str(site),
+                                           "backup_timestamp": taken, "type": kind, "_lag": 0, "_deleting": False})
+        return backup_id
 
     def add_migration(self, site="1002", state="new", auth="generated", **args):
         migration_id = self.next_id
@@ -234,9 +269,10 @@ class FakeService(object):
         path_args = dict((key, unquote(value)) for key, value in match.groupdict().items())
         body = request.body or ""
         body = body.decode() if isinstance(body, bytes) else body
-        params = dict(parse_qsl(parts.query if request.method == "GET" else body, keep_blank_values=True))
+        pairs = parse_qsl(parts.query if request.method == "GET" else body, keep_blank_values=True)
+        params = dict(pairs)
         entry = {"operation": name, "method": request.method, "path": parts.path, "query": parts.query,
-                 "params": sorted(params), "sent": params, "write": kind == WRITE,
+                 "params": sorted(params), "sent": params, "pairs": pairs, "write": kind == WRITE,
                  "headers": dict(request.headers), "status": None, "transport": layer}
         self.log.append(entry)
         fault = self._take_fault(name)
@@ -248,7 +284,9 @@ class FakeService(object):
         if request.headers.get("Auth") != self.api_key:
             entry["status"] = 403
             return self._response(request, 403, "Forbidden: invalid API key", [])
-        status, data = getattr(self, "_" + name.replace(".", "_"))(params, **path_args)
+        answer = getattr(self, "_" + name.replace(".", "_"))(params, **path_args)
+        status, data = answer[:2]
+        message = answer[2] if len(answer) > 2 else None     # the service's own words, when a test needs them
         entry["status"] = status
         if fault and fault["error"]:
             entry["status"] = fault["error"]
@@ -257,7 +295,7 @@ class FakeService(object):
             return self._faulted(request, entry, fault)
         if status == 202:
             return self._response(request, 202, "Accepted", None)
-        return self._response(request, status, "OK" if status < 300 else "error %d" % status, data)
+        return self._response(request, status, message or ("OK" if status < 300 else "error %d" % status), data)
 
     def _take_fault(self, name):
         for fault in self.faults:
@@ -301,6 +339,9 @@ class FakeService(object):
         return self.migrations.get(int(migration_id)) if str(migration_id).isdigit() else None
 
     def _site_get(self, params, site):
+        live = self._live(site)
+        if live is not None:
+            return 200, {"atomic_site_id": int(live), "domain_name": self.primary[live], "db_pass": SITE_DB_PASS}
         if site not in self.sites:
             return 404, []
         # As the service: the record holds the site's credentials.
@@ -337,11 +378,14 @@ class FakeService(object):
         if job is None:
             return 404, []
         status = job["steps"].pop(0) if len(job["steps"]) > 1 else job["steps"][0]
-        return 200, {"id": job["id"], "_status": status, "data": job["data"]}
+        if status == "success" and job.get("effect"):
+            job.pop("effect")()             # a going-live job's change happens when it succeeds
+        return 200, {"id": job["id"], "_status": status, "type": job.get("type"), "data": job["data"]}
 
     def _job_recent(self, params):
-        return 200, dict((str(i), {"id": j["id"], "_status": j["steps"][-1], "data": j["data"]})
-                         for i, j in self.jobs.items())
+        # a going-live job (it has a type) as it stands now; the others as they end
+        return 200, dict((str(i), {"id": j["id"], "_status": j["steps"][0] if j.get("type") else j["steps"][-1],
+                                   "type": j.get("type"), "data": j["data"]}) for i, j in self.jobs.items())
 
     def _site_list(self, params, client, key=None):
         if client != "acme":
@@ -367,13 +411,16 @@ class FakeService(object):
         return self._site_list(params, client)
 
     def _site_check_domain(self, params, client, domain):
-        if domain in self.used_domains or domain in self.sites:
+        if domain in self.used_domains or domain in self.sites or self._owner(domain) is not None:
             return 400, []
         return 200, {"allowed": True}
 
     def _site_meta_get(self, params, site, key):
+        site = self._live(site) or site
         if site not in self.sites:
             return 404, []
+        if key != "allow_site_migration":
+            return 200, self.site_meta.get((site, key))
         return 200, self.sites[site]
 
     def _site_allow_migration(self, params, site):
@@ -492,3 +539,186 @@ class FakeService(object):
             return 404, []
         del self.meta[key]
         return 200, []
+
+    # -- going live ------------------------------------------------------------------------------------------------
+    def _live(self, ref):
+        """The site ID of a site added with add_live_site, by ID or primary domain, else None."""
+        if ref in self.primary:
+            return ref
+        return next((site for site, domain in self.primary.items() if domain == ref), None)
+
+    def _owner(self, domain):
+        return next((site for site, primary in self.primary.items()
+                     if domain == primary or domain in self.site_aliases[site]), None)
+
+    def _service(self, service, identifier):
+        """The site of a {service}/{identifier} path: 400 for a refused form, None when unknown."""
+        if service == "domain":
+            site = next((s for s, d in self.primary.items() if d == identifier), None)
+            return (404, None) if site is None else (200, site)
+        if self.service_form == "domain" or service != "acme" or not identifier.isdigit():
+            return 400, None
+        return (200, identifier) if identifier in self.primary else (404, None)
+
+    def _aliases(self, service, identifier, change=None):
+        status, site = self._service(service, identifier)
+        if site is None:
+            return status, []
+        if change is not None:
+            status = change(site)
+            if status != 200:
+                return status, []
+        return 200, {"domains": list(self.site_aliases[site])}
+
+    def _site_alias_list(self, params, service, identifier):
+        return self._aliases(service, identifier)
+
+    def _site_alias_add(self, params, service, identifier, domain):
+        def add(site):
+            if domain == self.primary[site] or (self._owner(domain) not in (None, site)) or domain in self.used_domains:
+                return 400
+            if domain not in self.site_aliases[site]:
+                self.site_aliases[site].append(domain)
+                self.ssl[domain] = "pending"
+            return 200
+        return self._aliases(service, identifier, add)
+
+    def _site_alias_remove(self, params, service, identifier, domain):
+        def remove(site):
+            if domain == self.primary[site]:
+                return 400
+            if domain not in self.site_aliases[site]:
+                return 404
+            self.site_aliases[site].remove(domain)
+            self.ssl.pop(domain, None)
+            return 200
+        return self._aliases(service, identifier, remove)
+
+    def _switch(self, service, identifier, domain, keep):
+        status, site = self._service(service, identifier)
+        if site is None:
+            return status, []
+        old = self.primary[site]
+        if domain == old:
+            return (400, []) if self.same_domain_answer == "refused" else (200, [])
+        if self._owner(domain) not in (None, site) or domain in self.used_domains:
+            return 400, []
+
+        def effect():
+            if domain in self.site_aliases[site]:
+                self.site_aliases[site].remove(domain)
+            self.primary[site] = domain
+            self.ssl.setdefault(domain, "pending")
+            if keep:
+                self.site_aliases[site].append(old)
+            else:
+                self.ssl.pop(old, None)
+        job_id = self._job(int(site))
+        self.jobs[job_id].update(type="update-site-domain", effect=effect)
+        self.jobs[job_id]["data"].update(domain_name=domain, old_domain_name=old)
+        return 200, {"job_id": job_id, "atomic_site_id": int(site), "domain_name": domain, "old_domain_name": old}
+
+    def _site_update_domain(self, params, service, identifier, domain):
+        return self._switch(service, identifier, domain, keep=False)
+
+    def _site_update_domain_keep(self, params, service, identifier, domain):
+        return self._switch(service, identifier, domain, keep=True)
+
+    def _site_ssl_info(self, params, domain):
+        state = self.ssl.get(domain) if self._owner(domain) is not None else None
+        if state is None:
+            return 404, []
+        if state == "pending" and self.ssl_pending_answer == "empty":
+            return 200, []
+        data = {"domain": domain, "acme_certificate_id": None, "broken_record": None, "ca_provider": None}
+        if state == "issued":
+            data.update(acme_certificate_id=4000 + len(domain), ca_provider="letsencrypt")
+        elif state == "failed":
+            data["broken_record"] = {"reason": "not hosted here", "retry_date": "2026-01-01 00:10:00", "failcount": 1}
+        return 200, data
+
+    def _site_ssl_retry(self, params, domain):
+        if self._owner(domain) is None:
+            return 404, []
+        if self.ssl.get(domain) != "failed":
+            return 200, {"queued": False}
+        self.ssl[domain] = "pending"
+        return 200, {"queued": True}
+
+    def _client_ips(self, params, client, domain):
+        if client != "acme":
+            return 403, []
+        return 200, {"ips": ["192.0.2.0/25"], "suggested": ["192.0.2.%d" % (10 + len(domain)), "192.0.2.99"]}
+
+    def _client_domain_verification(self, params, client, domain):
+        return 200, "atomic-domain-%08x" % (sum(map(ord, client + domain)) * 7919)
+
+    def _site_meta_update(self, params, site, key):
+        site = self._live(site) or site
+        if site not in self.sites:
+            return 404, []
+        self.site_meta[(site, key)] = params["value"]
+        return 200, []
+
+    def _site_meta_remove(self, params, site, key):
+        site = self._live(site) or site
+        self.site_meta.pop((site, key), None)
+        return 200, []
+
+    def _backup_create(self, params, site, kind):
+        site = self._live(site)
+        if site is None:
+            return 404, []
+        wanted = "ondemand-" + kind
+        if sum(1 for r in self.backups[site] if r["type"] == wanted) >= self.backup_quota:
+            return 403, []
+        backup_id = self.add_backup(site, wanted, taken="2026-06-01 12:00:00")
+        self.backups[site][0]["_lag"] = self.backup_lag
+        return 200, {"atomic_backup_request_id": 9000 + int(backup_id)}
+
+    def _backup_delete(self, params, site, backup_id):
+        site = self._live(site)
+        record = next((r for r in self.backups.get(site, []) if r["atomic_backup_id"] == backup_id), None)
+        if record is None:
+            return 404, []
+        if record["_deleting"] or not record["type"].startswith("ondemand-"):
+            return 400, []
+        record["_deleting"] = True          # listed until the next list read
+        return 200, {"atomic_backup_request_id": 9500 + int(backup_id)}
+
+    def _backup_list(self, params, service, identifier):
+        status, site = self._service(service, identifier)
+        if site is None:
+            return status, []
+        listed = []
+        for record in list(self.backups[site]):
+            if record["_deleting"] == "done":
+                self.backups[site].remove(record)
+                continue
+            if record["_deleting"]:
+                record["_deleting"] = "done"
+            if record["_lag"] > 0:
+                record["_lag"] -= 1
+                continue
+            listed.append(dict((k, v) for k, v in record.items() if not k.startswith("_")))
+        return 200, listed
+
+    def _site_restore(self, params, site):
+        site = self._live(site)
+        if site is None:
+            return 404, []
+        if not self.site_meta.get((site, "allow_restore"), "").isdigit():
+            return 400, []
+        if self.site_meta.get((site, "suspended")) != "503":
+            return 409, []
+        if self.restore_not_ready > 0:
+            self.restore_not_ready -= 1
+            return 400, [], "Backup %s is not ready" % params.get("restore_from[]")
+        ids = [value for name, value in self.log[-1]["pairs"] if name == "restore_from[]"]
+        job_id = self._job(int(site))
+
+        def effect():
+            self.restores.append((site, ids))
+            self.site_meta.pop((site, "allow_restore"), None)
+        self.jobs[job_id].update(type="restore-site", effect=effect)
+        return 200, {"atomic_job_id": job_id, "response_ticket_id": "restore-%d" % job_id}

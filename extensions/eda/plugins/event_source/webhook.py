@@ -63,6 +63,8 @@ description:
     served at once, more are closed when accepted.
   - Option names follow C(eda.builtin.webhook) where they mean the same (host, port, token,
     certfile, keyfile, password, cafile, capath, hmac_secret).
+requirements:
+  - aiohttp (Python library; ansible-rulebook installs it)
 options:
   host:
     description: The address to listen on.

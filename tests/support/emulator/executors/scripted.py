@@ -4,15 +4,26 @@ Configuration (config file key ``executor`` and ``POST /_emulator/executor``)::
 
     {"default": {"preflight": {"outcome": "success", "duration": 0.5},
                  "run": {"outcome": "success", "duration": 1.0}},
-     "hosts": {"src1.example": {"preflight": {"outcome": "auth_failed", "duration": 2}}}}
+     "hosts": {"src1.example": {"preflight": {"outcome": "auth_failed", "duration": 2}},
+               "src2.example": {"accept": {"password": "the-right-one", "keys": ["SHA256:..."]}}}}
 
 A host entry overrides the default per operation; missing fields fall back to the default. The
 messages mimic what a real SSH/rsync/WP-CLI pull prints, so clients can be tested on telling the
 failure kinds apart from the ticket text (spec 4.5 step 4); the texts come from messages.py,
 shared with the SSH executor.
+
+A host entry with ``accept`` judges the migration's credentials as the source's sshd would, before its
+outcome: the password it accepts, and the public keys (OpenSSH lines or ``SHA256:`` fingerprints) its
+authorized_keys holds. Any other password, a key it does not hold (the generated identity included), or
+a key that its ssh-id-pass does not open is refused with the auth_failed lines, in a preflight and in a
+run. So a test fails when a client reuses a stale credential, not only because an outcome was switched.
+The accepted password is never shown back (the configuration's answers mask it).
 """
 
+import base64
 import copy
+import hashlib
+import hmac
 import os
 import shutil
 import threading
@@ -20,6 +31,11 @@ import time
 
 from executors import messages as M
 from executors.base import Executor
+
+try:
+    from cryptography.hazmat.primitives import serialization
+except ImportError:  # pragma: no cover - the emulator's CA needs it too (certs.py)
+    serialization = None
 
 PREFLIGHT_OUTCOMES = ("success", "auth_failed", "docroot_missing", "wp_cli_missing", "rsync_missing")
 RUN_OUTCOMES = ("success", "failure")
@@ -33,6 +49,66 @@ DEFAULT_CONFIG = {
 
 # A held run that no one releases ends after this many seconds anyway.
 HOLD_LIMIT = 600
+# What the configuration's answers show instead of an accepted password.
+MASK = "********"
+
+
+def public_key_fingerprint(line):
+    """The SHA256 fingerprint of an OpenSSH public key line (``ssh-ed25519 AAAA... comment``)."""
+    try:
+        blob = base64.b64decode(line.split()[1], validate=True)
+    except (IndexError, ValueError):
+        raise ValueError("not an OpenSSH public key or a SHA256: fingerprint") from None
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
+
+
+def private_key_fingerprint(text, passphrase):
+    """The fingerprint of a private key's public half; ValueError with OpenSSH's reason when it cannot
+    be loaded (a wrong or missing passphrase, an unreadable key)."""
+    data = (text or "").encode("utf-8")
+    load = serialization.load_ssh_private_key if b"BEGIN OPENSSH PRIVATE KEY" in data \
+        else serialization.load_pem_private_key
+    try:
+        key = load(data, password=None)             # OpenSSH ignores a passphrase for a plain key
+    except TypeError:                               # encrypted
+        try:
+            key = load(data, password=passphrase.encode("utf-8") if passphrase else None)
+        except (TypeError, ValueError):
+            raise ValueError("incorrect passphrase supplied to decrypt private key") from None
+    except ValueError:
+        raise ValueError("invalid format") from None
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return public_key_fingerprint(public.decode("ascii"))
+
+
+def _validate_accept(value, where):
+    """An ``accept`` entry, with its keys as fingerprints."""
+    if not isinstance(value, dict) or set(value) - {"password", "keys"}:
+        raise ValueError("%s.accept takes only 'password' and 'keys'" % where)
+    password = value.get("password")
+    if password is not None and (not isinstance(password, str) or not password):
+        raise ValueError("%s.accept.password must be a non-empty string" % where)
+    keys = value.get("keys", [])
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValueError("%s.accept.keys must be a list of public keys or SHA256: fingerprints" % where)
+    accepted = {"keys": []}
+    for key in keys:
+        try:
+            accepted["keys"].append(key.strip() if key.strip().startswith("SHA256:") else public_key_fingerprint(key))
+        except ValueError as exc:
+            raise ValueError("%s.accept.keys: %s" % (where, exc)) from None
+    if password is not None:
+        accepted["password"] = password
+    return accepted
+
+
+def shown(config):
+    """A configuration as its answers show it: an accepted password masked."""
+    config = copy.deepcopy(config)
+    for entry in config.get("hosts", {}).values():
+        if "password" in entry.get("accept", {}):
+            entry["accept"]["password"] = MASK
+    return config
 
 
 def _validate_op(op, value, where):
@@ -68,11 +144,15 @@ def normalize_config(config):
     if not isinstance(hosts, dict):
         raise ValueError("'hosts' must be an object keyed by remote host")
     for host, entry in hosts.items():
-        if not isinstance(entry, dict) or set(entry) - {"preflight", "run"}:
-            raise ValueError("hosts.%s takes only 'preflight' and 'run'" % host)
+        if not isinstance(entry, dict) or set(entry) - {"preflight", "run", "accept"}:
+            raise ValueError("hosts.%s takes only 'preflight', 'run' and 'accept'" % host)
+        entry = copy.deepcopy(entry)
         for op, value in entry.items():
-            _validate_op(op, value, "hosts.%s" % host)
-        result["hosts"][host.lower()] = copy.deepcopy(entry)
+            if op == "accept":
+                entry[op] = _validate_accept(value, "hosts.%s" % host)
+            else:
+                _validate_op(op, value, "hosts.%s" % host)
+        result["hosts"][host.lower()] = entry
     return result
 
 
@@ -91,7 +171,7 @@ class ScriptedExecutor(Executor):
         with self._lock:
             self._config = config
             self._released = threading.Event()
-        return copy.deepcopy(config)
+        return shown(config)
 
     def release(self):
         with self._lock:
@@ -100,7 +180,30 @@ class ScriptedExecutor(Executor):
     @property
     def config(self):
         with self._lock:
-            return copy.deepcopy(self._config)
+            return shown(self._config)
+
+    def _refused(self, migration):
+        """The lines of a login the host's ``accept`` refuses, or [] (accepted, or nothing to judge)."""
+        args = migration["args"]
+        host, user = args["remote-host"], args["remote-user"]
+        with self._lock:
+            accept = copy.deepcopy(self._config["hosts"].get((host or "").lower(), {}).get("accept"))
+        if accept is None:
+            return []
+        denied = [M.permission_denied(user, host), M.auth_failed(host, user)]
+        auth = migration.get("auth")
+        if auth == "password":
+            given, wanted = args.get("remote-pass"), accept.get("password")
+            same = given is not None and wanted is not None and hmac.compare_digest(given.encode(), wanted.encode())
+            return [] if same else denied
+        if auth == "generated":
+            fingerprint = public_key_fingerprint(migration.get("ssh-id-pub") or "")
+        else:
+            try:
+                fingerprint = private_key_fingerprint(args.get("ssh-id"), args.get("ssh-id-pass"))
+            except ValueError as exc:
+                return [M.key_not_loaded(str(exc))] + denied
+        return [] if fingerprint in accept["keys"] else denied
 
     def _plan(self, host, op):
         with self._lock:
@@ -134,6 +237,10 @@ class ScriptedExecutor(Executor):
         method = "password" if migration.get("auth") == "password" else "publickey"
         where = args.get("remote-docroot") or M.COMMON_DOCROOTS_TEXT
         lines = [M.connecting(user, host, port)]
+        refused = self._refused(migration)
+        if refused:
+            self._play(ticket, lines + refused, duration)
+            return False
         if outcome == "auth_failed":
             lines += [M.permission_denied(user, host), M.auth_failed(host, user)]
         else:
@@ -157,6 +264,10 @@ class ScriptedExecutor(Executor):
         args = migration["args"]
         host, user = args["remote-host"], args["remote-user"]
         outcome, duration = self._plan(host, "run")
+        refused = self._refused(migration)
+        if refused:
+            self._play(ticket, [M.connecting(user, host, args.get("remote-port", 22))] + refused, duration)
+            return False
         lines = [M.starting(user, host, args.get("remote-docroot") or "public_html", site["id"], site["domain"]),
                  M.exporting(host), M.export_complete(12, "1.2 MB"), M.syncing(25), M.syncing(50)]
         if outcome == "failure":

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The list forms' shared machinery (run_for_each, list_result) and the rules of the migrations list."""
+"""The list forms' shared machinery (run_for_each, list_result). The rules of the migrations list are the
+migration module's: tests/unit/plugins/modules/test_migration.py and module_utils/service/test_migration_module.py."""
 
 from __future__ import annotations
 
@@ -9,16 +10,10 @@ import time
 
 import pytest
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime import context
 from ansible_collections.wpcloud.hosting.plugins.module_utils.api.client import CONCURRENT_CALLS
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.context import list_result, run_for_each
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.api.masking import no_log_values
-from ansible_collections.wpcloud.hosting.plugins.module_utils.service.migration_module import _element_params, fields_of
-from ansible_collections.wpcloud.hosting.plugins.modules import migration as migration_module
-from ansible_collections.wpcloud.hosting.plugins.modules import migration_info as migration_info_module
 
 
 def label(result):
@@ -194,92 +189,3 @@ def test_run_for_each_and_list_result_together():
         list_result(results, "sites", label)
     assert raised.value.msg == "1 of 3 sites failed: site bad: site must be a numeric site ID or a domain name"
     assert raised.value.details["changed"] is True
-
-
-# -- the migrations list: element options --------------------------------------------------------------
-
-def validated(module, args):
-    args = dict(args, api_key="k")
-    result = ArgumentSpecValidator(**module.MODULE_SPEC).validate(args)
-    return result
-
-
-def task_params(**args):
-    result = validated(migration_module, args)
-    assert not result.error_messages, result.error_messages
-    return result.validated_parameters
-
-
-def test_an_element_takes_the_tasks_options_it_leaves_out():
-    params = task_params(remote_host="src.example", remote_user="www", remote_port=2222, update_secret="always",
-                         migrations=[{"site": "1001"}, {"site": "1002", "remote_host": "other.example",
-                                                        "remote_port": 22}])
-    params = fields_of(params)
-    first, second = [_element_params(params, e) for e in params["migrations"]]
-    assert (first["site"], first["remote-host"], first["remote-user"], first["remote-port"]) == \
-        ("1001", "src.example", "www", 2222)
-    assert first["update_secret"] == "always"
-    assert (second["remote-host"], second["remote-port"]) == ("other.example", 22)
-    assert first["migrations"] is None and second["migrations"] is None
-
-
-def test_an_element_that_gives_a_credential_takes_none_of_the_tasks():
-    params = task_params(remote_host="h.example", remote_user="www", ssh_id="TASK KEY", ssh_id_pass="task pass",
-                         migrations=[{"site": "1001"}, {"site": "1002", "remote_pass": "element pass"},
-                                     {"site": "1003", "ssh_id": "ELEMENT KEY"}])
-    params = fields_of(params)
-    inherited, password, key = [_element_params(params, e) for e in params["migrations"]]
-    assert (inherited["ssh-id"], inherited["ssh-id-pass"], inherited["remote-pass"]) == \
-        ("TASK KEY", "task pass", None)
-    assert (password["ssh-id"], password["ssh-id-pass"], password["remote-pass"]) == (None, None, "element pass")
-    # Not the task's passphrase with the element's key: a passphrase belongs to one key.
-    assert (key["ssh-id"], key["ssh-id-pass"], key["remote-pass"]) == ("ELEMENT KEY", None, None)
-    assert not [name for single in (inherited, password, key) for name in single if "_" in name and "-" not in name
-                and name.startswith(("remote", "ssh"))]
-
-
-def test_element_rules_and_exclusions_are_checked_by_the_spec():
-    def errors(**args):
-        return " ".join(validated(migration_module, args).error_messages)
-
-    assert "mutually exclusive" in errors(migrations=[{"site": "1", "remote_pass": "p", "ssh_id": "k"}])
-    assert "ssh_id" in errors(migrations=[{"site": "1", "ssh_id_pass": "p"}])
-    assert "one of the following is required" in errors(migrations=[{"remote_host": "h.example"}])
-    assert "mutually exclusive" in errors(site="1", migrations=[{"site": "2"}])
-    assert "mutually exclusive" in errors(state_file="/tmp/x.json", migrations=[{"site": "2"}])
-    assert errors(migrations=[]) == ""
-    # Element secrets are no_log values, so the runners mask them everywhere in the result.
-    result = validated(migration_module, dict(migrations=[{"site": "1", "remote_pass": "canary-pass-1"}]))
-    assert "canary-pass-1" in no_log_values(migration_module.MODULE_SPEC["argument_spec"], result.validated_parameters)
-
-
-class NoCallContext(object):
-    check_mode = False
-    diff = False
-
-    def client(self):
-        raise AssertionError("a call was about to be made")
-
-
-@pytest.mark.parametrize("elements,named", [
-    ([{"site": "1001"}, {"site": "1001"}], "site 1001"),
-    ([{"site": "Dest.example"}, {"site": "dest.example "}], "site dest.example"),
-    ([{"migration_id": 7}, {"site": "1001", "migration_id": 7}], "migration_id 7"),
-    ([{"site": "1", "state_file": "/tmp/s.json"}, {"site": "2", "state_file": "/tmp/s.json"}], "state_file"),
-])
-def test_duplicates_are_refused_before_any_call(elements, named):
-    params = task_params(remote_host="h.example", remote_user="www", migrations=elements)
-    with pytest.raises(ModuleFailure) as raised:
-        migration_module.run_logic(params, NoCallContext())
-    assert named in raised.value.msg and "twice" in raised.value.msg
-
-
-def test_migration_info_sites_excludes_site_and_migration_id_but_not_each_other():
-    def errors(**args):
-        return " ".join(validated(migration_info_module, args).error_messages)
-
-    assert "mutually exclusive" in errors(sites=["1"], site="1")
-    assert "mutually exclusive" in errors(sites=["1"], migration_id=4)
-    assert "one of the following is required" in errors()
-    # The single form's site with migration_id (the migration must belong to the site) stays valid.
-    assert errors(site="1001", migration_id=4) == ""

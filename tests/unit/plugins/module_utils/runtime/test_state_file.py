@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
 """_state_file: the migration ID kept with a destination site, written atomically, read back, and the errors
-that say what to do (a write that fails still names the migration ID)."""
+that say what to do (a write that fails still names the migration ID); the salted digest of the password last
+sent, which tells the same password from another and never holds it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import os
 import pytest
 
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.failure import ModuleFailure
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import read_state_file, write_state_file
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.state_file import (
+    read_state_file,
+    same_secret,
+    secret_digest,
+    write_state_file,
+)
+
+PASSWORD = "vaulted-Pass-1"
 
 
 def test_a_missing_file_is_no_state(tmp_path):
@@ -49,3 +57,11 @@ def test_a_failed_write_names_the_migration_id(tmp_path, monkeypatch):
         write_state_file(str(tmp_path / "1002.json"), "1002", 5001)
     assert "The migration ID is 5001: record it." in raised.value.msg
     assert raised.value.details["migration_id"] == 5001 and os.listdir(str(tmp_path)) == []
+
+
+def test_the_digest_tells_the_same_secret_from_another_and_never_holds_it():
+    digest = secret_digest(PASSWORD)
+    assert PASSWORD not in digest and digest.startswith("pbkdf2-sha256$")
+    assert same_secret(PASSWORD, digest) and not same_secret("other", digest)
+    assert secret_digest(PASSWORD) != digest                    # a new salt each time
+    assert not same_secret(PASSWORD, "garbage") and not same_secret(PASSWORD, None)

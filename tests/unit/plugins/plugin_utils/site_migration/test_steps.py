@@ -32,10 +32,10 @@ def test_each_step_gives_its_module_arguments():
     # Each migration field under the service's name, straight from the role's variable (one name per value).
     assert todo["migrations"][0] == {"site": "1001", "remote-host": "10.0.0.5", "remote-port": 2222,
                                      "remote-user": "www", "state_file": "/inv/wpcloud-state/1001.json",
-                                     "update_secret": "on_create"}
+                                     "update_secret": "when_changed"}
     assert todo["migrations"][1] == {"site": "1002", "remote-host": "10.0.0.5", "remote-port": 2222,
                                      "remote-user": "www", "state_file": "/inv/wpcloud-state/1002.json",
-                                     "update_secret": "on_create", "remote-pass": PASSWORD}
+                                     "update_secret": "when_changed", "remote-pass": PASSWORD}
     done = {"info": results({"site": "1001", "migration_id": None}),
             "check": results({"site": "1001"}, {"site": "1002"}), "allow": results({"site": "1001"}, {"site": "1002"}),
             "create": results(created_result("1001", 7), created_result("1002", 8))}

@@ -127,3 +127,7 @@ def test_a_page_that_repeats_sites_adds_only_the_new_ones(fake_api, run_logic, m
     result, warnings = run_logic(site_info, {"client": "acme", "page_size": 2})
     assert [s["site_id"] for s in result["sites"]] == [1001, 1002, 1003, 1004]
     assert result["pages"] == 4
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(site_info)

@@ -171,3 +171,7 @@ def test_no_flag_check_without_a_wait_or_the_flag(fake_api, run_logic, fake_time
     run_logic(site, dict(NEW, wait=False))
     run_logic(site, dict(NEW, domain="plain.example", allow_site_migration=False))
     assert "site_meta.get" not in fake_api.operations()
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(site)

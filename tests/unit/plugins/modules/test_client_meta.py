@@ -104,3 +104,7 @@ def test_a_weak_signing_key_is_refused(fake_api, run_logic):
     result, warnings = run_logic(client_meta, hmac_args("short"))
     assert isinstance(result, ModuleFailure) and "too weak" in result.msg and "short" not in result.msg
     assert fake_api.calls == []
+
+
+def test_the_documentation_parses_and_matches_the_spec(module_docs):
+    module_docs(client_meta)
