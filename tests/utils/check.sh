@@ -67,8 +67,8 @@ lint() {
     if [[ ${#sanity_files[@]} -gt 0 ]]; then
         (cd "$copy" && ansible-test sanity --venv --python "$pyver" --skip-test import "${sanity_files[@]}") || return 1
     fi
-    if [[ ${#lint_files[@]} -gt 0 ]]; then
-        ansible-lint "${lint_files[@]}" || return 1
+    if [[ ${#lint_files[@]} -gt 0 ]]; then     # in the copy: ansible-lint installs the collection under .ansible/
+        (cd "$copy" && ansible-lint "${lint_files[@]}") || return 1
     fi
 }
 integration() {
