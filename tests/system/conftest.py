@@ -23,9 +23,10 @@ from sigterm_teardown import pytest_configure  # noqa: E402,F401 pylint: disable
 
 # The files that take longest (pytest --durations, summed per file; 2026-11-28), longest first; the others
 # follow in their usual order. A new long file belongs here.
-LONGEST_FIRST = ("test_role.py", "test_webhook_crash.py", "test_first_hour.py", "test_service_variants.py",
-                 "test_site_provisioned_rulebook.py", "test_module_execution.py", "test_webhook_ack.py",
-                 "test_fleet_vars.py", "test_webhook_rulebook.py", "test_examples.py")
+LONGEST_FIRST = ("test_role.py", "test_webhook_crash.py", "test_module_execution.py", "test_role_in_a_play.py",
+                 "test_first_hour.py", "test_service_variants.py", "test_golive_variants.py",
+                 "test_site_provisioned_rulebook.py", "test_examples.py", "test_webhook_ack.py",
+                 "test_getting_started.py", "test_webhook_disk_full.py")
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
