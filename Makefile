@@ -22,24 +22,31 @@ ROOT     := $(CURDIR)
 pyver = $(shell test -x $(1)/bin/python && $(1)/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 # ansible-test runs inside the collection tree, with the venv's bin first on PATH so that
-# `python3.X` resolves to the venv interpreter (never a pyenv shim).
-ansible_test = cd $(TREE) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
+# `python3.X` resolves to the venv interpreter (never a pyenv shim). $(2): another copy of the tree.
+ansible_test = cd $(or $(2),$(TREE)) && PATH="$(ROOT)/$(1)/bin:$$PATH" ansible-test
+# Each sanity run has a copy of its own, so that it can run beside the ansible-test suites of the other
+# copies (ansible-test keeps its work in the tree's tests/output): $(call sanity_tree,2.21)
+sanity_tree = $(BUILD)/sanity-$(1)/ansible_collections/wpcloud/hosting
 
 SUITES := units integration system support reliability sanity-2.21 sanity-2.16 gates
+# What a suite's target runs first. `make test` runs setup once, then each suite with SETUP= (nothing).
+SETUP ?= setup
 
-.PHONY: help setup system-packages get-pip tree test units integration system support \
-        reliability sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
+.PHONY: help setup system-packages get-pip tree test check units integration system support \
+        reliability soak sanity sanity-2.21 sanity-2.16 lint gates docs emulator demo webhook-demo clean
 
 help:
 	@echo "make demo         full site migration against the emulator and a local SSH source host"
 	@echo "make webhook-demo the webhook receiver (ansible-rulebook) and the emulator wired together: one signed event"
-	@echo "make test         every suite below but lint and docs, with a summary; what CI runs"
+	@echo "make test         every suite below but lint, docs and soak, side by side, with a summary; what CI runs"
+	@echo "make check        the inner loop for a change (about a minute): units, lint of the changed files, their integration targets"
 	@echo "make setup        apt packages, .venv (ansible-core 2.21), .venv-2.16, collection tree (idempotent)"
 	@echo "make units        ansible-test units --local"
 	@echo "make integration  ansible-test integration --local against a fresh emulator"
 	@echo "make system       pytest tests/system: the collection end to end (playbooks, role, runner, webhooks)"
 	@echo "make support      pytest tests/support/tests: the test doubles' own tests (emulator, source host, tools)"
-	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks (summary table)"
+	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks and crashes (summary table)"
+	@echo "make soak         long experiments out of make test: twenty random SIGKILLs of the webhook rulebook (10-15 min)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
 	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, docs site, changelog, ansible-builder"
@@ -80,13 +87,17 @@ tree: $(VENV)/.installed
 
 # ---------------------------------------------------------------- test suites
 
-# `make test` runs its suites side by side in lanes (they mostly wait on emulator, sshd and rulebook
-# timers); the suites of a lane run one after the other: the ansible-test ones share the collection
-# tree's tests/output. Each suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the
-# end in the order of SUITES, with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
+# `make test` runs setup once, then its suites side by side in lanes; the suites of a lane run one after the
+# other. The suites are CPU-bound together on 2 cores, so the lanes are balanced by the CPU each suite uses
+# (user+sys of its whole process tree; 2026-11-28, load 2-5): system about 350 CPU-s (its own three workers);
+# reliability 120 then support 50 (both mostly waiting: fault windows, rulebook restarts, emulators and
+# source hosts starting); units 35 then integration 70 (they share the collection copy's tests/output);
+# the release gates 45-80 then sanity-2.21 85; sanity-2.16 70 (each sanity run in a copy of its own). Each
+# suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the end in the order of SUITES,
+# with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
 # Each lane runs in a process group of its own (set -m), which Ctrl-C or SIGTERM stops: never `kill 0`,
 # which also stopped whatever shared make's process group (a second `make test` started by the same script).
-TEST_LANES ?= reliability,system,units integration sanity-2.21 sanity-2.16,support gates
+TEST_LANES ?= system,reliability support,units integration,gates sanity-2.21,sanity-2.16
 TEST_LOGS  := $(BUILD)/test-logs
 
 test: setup
@@ -102,7 +113,7 @@ test: setup
 	for lane in "$${lane_list[@]}"; do \
 		( for suite in $$lane; do \
 			start=$$(date +%s); \
-			if $(MAKE) --no-print-directory $$suite > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
+			if $(MAKE) --no-print-directory $$suite SETUP= > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
 			echo "$$result $$(( $$(date +%s) - start ))" > $(TEST_LOGS)/$$suite.result; \
 			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( $$(date +%s) - started )) s since the start)"; \
 		done ) & lane_pids="$$lane_pids $$!"; \
@@ -125,6 +136,14 @@ test: setup
 	echo "$$passed passed, $$failed failed$$([ $$skipped -eq 0 ] || echo ", $$skipped skipped")"; \
 	[ $$failed -eq 0 ]
 
+# The inner loop for a change, about a minute (tests/utils/check.sh): every unit test, the lint of the changed
+# files (ansible-test sanity on them but its import test; ansible-lint on changed playbooks, roles, rulebooks) and
+# the integration targets of the changed modules and roles, side by side. "Changed": since the merge base with
+# CHECK_BASE (default main), committed or not. Not what CI runs: `make test` before a merge.
+CHECK_BASE ?=
+check: setup
+	@CHECK_BASE="$(CHECK_BASE)" tests/utils/check.sh $(TREE) $(call pyver,$(VENV))
+
 # A suite that has nothing to run yet records why in $(BUILD)/skipped/<suite> and passes; one that ran
 # but had to leave a part out (a tool that cannot run on this machine's Python) says so in
 # $(BUILD)/skipped/<suite>.partial. Both show in the summary of `make test`.
@@ -132,7 +151,7 @@ define skip
 mkdir -p $(BUILD)/skipped && echo "$(2)" > $(BUILD)/skipped/$(1) && echo "$(1): SKIPPED: $(2)"
 endef
 
-units: setup
+units: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
 	@if [ -z "$$(find $(TREE)/tests/unit -name 'test_*.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no unit tests under tests/unit yet); \
@@ -142,19 +161,21 @@ units: setup
 
 # TARGETS="migration_info site_migration" runs only those (default: every target).
 TARGETS ?=
-integration: setup
+integration: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
 	@tests/utils/run-integration.sh $(TREE) $(call pyver,$(VENV)) $(TARGETS) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 3 ]; then $(call skip,$@,$$(cat $(BUILD)/integration-skip-reason)); exit 0; fi; \
 	exit $${rc:-0}
 
-# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time: every worker has its own
-# emulator and source host (free ports, its own unix user and temporary directories). SYSTEM_JOBS=0: one process.
-SYSTEM_JOBS ?= 2
-system: setup
+# SYSTEM_JOBS pytest workers (pytest-xdist), a test file each at a time, the longest files first
+# (tests/system/conftest.py): every worker has its own emulator and source host (free ports, its own unix
+# user and temporary directories). Three on 2 cores: a worker waits about half of its time (emulator jobs,
+# polls, rulebooks starting). SYSTEM_JOBS=0: one process.
+SYSTEM_JOBS ?= 3
+system: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
 	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider \
-		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile) || rc=$$?; \
+		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile --no-loadscope-reorder) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
 	fi; \
@@ -162,42 +183,67 @@ system: setup
 
 # The test doubles (tests/support: emulator, SSH source host) and the build tools (tests/utils)
 # against their own contracts; not tests of the collection (docs/design.md, "Where tests live").
-support: setup
+# SUPPORT_JOBS pytest workers, a test file each at a time: the tests mostly wait (emulators and source
+# hosts starting and stopping). SUPPORT_JOBS=0: one process.
+SUPPORT_JOBS ?= 3
+support: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/support/tests -q
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/support/tests -q -p no:cacheprovider \
+		$(if $(filter-out 0,$(SUPPORT_JOBS)),-n $(SUPPORT_JOBS) --dist loadfile)
 
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;
 # prints the summary table (docs/reliability.md).
-# The webhook crash file (twenty kills, mostly waiting for ansible-rulebook to restart) runs beside the
-# rest, each part in its own pytest session with its own final scan for the canaries; one table of both.
-REL_CRASH := tests/reliability/test_rel_webhook_crash.py
+# The suite mostly waits (on the emulator's fault windows, uncertain writes' in-flight windows, ansible-rulebook
+# restarting): its longest parts run side by side, each in a pytest session of its own with its own final scan
+# for the canaries (REL_LAST), the rest in one more; summary_table.py prints one table of them all.
+# REL_PARTS: name=tests (a file or a test's node id) ...
 REL_LAST  := tests/reliability/test_rel_zz_artifacts.py
-reliability: setup
+REL_PARTS := crash=tests/reliability/test_rel_webhook_crash.py \
+             fleet=tests/reliability/test_rel_faults.py::test_fleet_of_100_sites_converges_under_faults \
+             secrets=tests/reliability/test_rel_secrets.py
+reliability: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@; mkdir -p $(BUILD)/reliability; rm -f $(BUILD)/reliability/*
 	@run() { PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/reliability/$$1.json \
 		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider "$${@:2}" > $(BUILD)/reliability/$$1.log 2>&1; }; \
-	run rest tests/reliability --ignore $(REL_CRASH) & rest=$$!; \
-	run crash $(REL_CRASH) $(REL_LAST) & crash=$$!; \
-	rc=0; wait $$rest || rc=1; wait $$crash || rc=1; \
-	for part in rest crash; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
-	if [ -f $(BUILD)/reliability/rest.json ] && [ -f $(BUILD)/reliability/crash.json ]; then \
-		$(VENV)/bin/python tests/reliability/summary_table.py $(BUILD)/reliability/rest.json $(BUILD)/reliability/crash.json; \
-	fi; \
+	names=""; pids=""; rest=""; \
+	for part in $(REL_PARTS); do \
+		tests=$${part#*=}; run $${part%%=*} $$tests $(REL_LAST) & names="$$names $${part%%=*}"; pids="$$pids $$!"; \
+		case $$tests in *::*) rest="$$rest --deselect $$tests";; *) rest="$$rest --ignore $$tests";; esac; \
+	done; \
+	run rest tests/reliability $$rest & names="$$names rest"; pids="$$pids $$!"; \
+	rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
+	for part in $$names; do echo "----- reliability, part $$part"; cat $(BUILD)/reliability/$$part.log; done; \
+	jsons=""; for part in $$names; do [ ! -f $(BUILD)/reliability/$$part.json ] || jsons="$$jsons $(BUILD)/reliability/$$part.json"; done; \
+	[ -z "$$jsons" ] || $(VENV)/bin/python tests/reliability/summary_table.py $$jsons; \
 	exit $$rc
+
+# Long experiments out of make test, whose contract deterministic tests of make test pin at each point
+# (docs/reliability.md, "make soak"): the twenty random SIGKILLs of the webhook crash experiment, with the
+# final scan for the canaries and the summary table. Output in $(BUILD)/soak/ (the figures: soak.json). Its
+# work directories stay in pytest's temporary directory: they hold links to this checkout, which a copy of
+# the checkout (ansible-rulebook copies a playbook's directory) would follow round and round.
+SOAK_TESTS := tests/reliability/test_rel_webhook_crash_soak.py
+soak: setup
+	@mkdir -p $(BUILD)/soak; rm -f $(BUILD)/soak/*
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/soak/soak.json \
+		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider --soak $(SOAK_TESTS) $(REL_LAST) 2>&1 \
+		| tee $(BUILD)/soak/soak.log; exit $${PIPESTATUS[0]}
 
 sanity: sanity-2.21 sanity-2.16
 
-sanity-2.21: setup
+sanity-2.21: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
-	$(call ansible_test,$(VENV)) sanity --venv --python $(call pyver,$(VENV))
+	@$(VENV)/bin/python tests/utils/sync_tree.py $(call sanity_tree,2.21) >&2
+	$(call ansible_test,$(VENV),$(call sanity_tree,2.21)) sanity --venv --python $(call pyver,$(VENV))
 
-sanity-2.16: setup
+sanity-2.16: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
 	@if [ -f $(VENV216)/.unavailable ]; then \
 		$(call skip,$@,$$(cat $(VENV216)/.unavailable)); \
 	else \
-		echo "$(call ansible_test,$(VENV216)) sanity --venv --python $(call pyver,$(VENV216))"; \
-		$(call ansible_test,$(VENV216)) sanity --venv --python $(call pyver,$(VENV216)); \
+		$(VENV)/bin/python tests/utils/sync_tree.py $(call sanity_tree,2.16) >&2 && \
+		echo "$(call ansible_test,$(VENV216),$(call sanity_tree,2.16)) sanity --venv --python $(call pyver,$(VENV216))" && \
+		$(call ansible_test,$(VENV216),$(call sanity_tree,2.16)) sanity --venv --python $(call pyver,$(VENV216)); \
 	fi
 
 lint: setup
@@ -206,7 +252,7 @@ lint: setup
 # Release gates: ansible-lint (production), galaxy-importer on the built tarball (no WARNING/ERROR),
 # antsibull-docs lint, the docs site (make docs), antsibull-changelog lint, ansible-builder introspect/create. Own venv
 # (.venv-release) on the machine's Python; a gate whose tool cannot run on it is skipped, with the reason.
-gates: setup
+gates: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@ $(BUILD)/skipped/$@.partial
 	@tests/utils/gates.sh --skipped-file $(BUILD)/skipped/$@.partial
 

@@ -12,11 +12,34 @@ import time
 import pytest
 
 import reliability_support as rs
+import sigterm_teardown
 import summary_table
 from launcher import start_emulator  # tests/support/emulator is on sys.path via reliability_support
-from sigterm_teardown import pytest_configure  # noqa: F401 pylint: disable=unused-import
 
 ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
+
+
+# ------------------------------------------------------------------------------------ make soak
+
+def pytest_configure(config):
+    sigterm_teardown.pytest_configure(config)
+    config.addinivalue_line("markers", "soak: a long experiment, run by make soak (pytest --soak)")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="also run the long experiments marked soak (make soak; docs/reliability.md)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``soak`` (long experiments whose contract deterministic tests pin in make test) run
+    only with --soak: left out, not skipped, so the summary counts only what ran."""
+    if config.getoption("--soak"):
+        return
+    soak = [item for item in items if item.get_closest_marker("soak")]
+    if soak:
+        config.hook.pytest_deselected(items=soak)
+        items[:] = [item for item in items if not item.get_closest_marker("soak")]
 
 
 @pytest.fixture(scope="session")

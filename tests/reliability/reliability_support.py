@@ -11,24 +11,24 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
 SUPPORT_DIR = ROOT / "tests" / "support"     # webhook_harness
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
-CALLBACK_DIR = HERE / "callback_plugins"
-ACTION_DIR = HERE / "action_plugins"
-BIN = Path(sys.executable).parent
+ACTION_DIR = ROOT / "tests" / "integration" / "targets" / "setup_emulator" / "action_plugins"   # emulator_hook
 for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-import webhook_harness  # noqa: E402  (tests/support, on sys.path above)
+import playbooks  # noqa: E402  (tests/support, on sys.path above)
+import webhook_harness  # noqa: E402
+
+BIN = playbooks.BIN
+localhost_inventory = playbooks.localhost_inventory   # the one harness's, as rs.localhost_inventory in the tests
 
 wait_for = webhook_harness.wait_for   # the one harness's, as rs.wait_for in the tests
 
@@ -207,15 +207,6 @@ def describe_hits(hits, limit=40):
 
 # --------------------------------------------------------------------------------------- ansible
 
-def collection_tree(base):
-    tree = Path(base) / "collections"
-    link = tree / "ansible_collections" / "wpcloud" / "hosting"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT)
-    return tree
-
-
 @dataclass
 class PlaybookRun:
     proc: subprocess.CompletedProcess
@@ -243,55 +234,28 @@ class PlaybookRun:
 
 
 def ansible_env(base, out_dir, name, extra=None):
-    env = dict(os.environ)
-    for drop in ("WPCLOUD_API_URL", "WPCLOUD_API_KEY", "WPCLOUD_CA_PATH", "WPCLOUD_WEBHOOK_HMAC_KEYS"):
-        env.pop(drop, None)
-    env.update({
-        "ANSIBLE_COLLECTIONS_PATH": str(collection_tree(base)),
-        "ANSIBLE_HOME": str(Path(out_dir) / ".ansible-home"),
-        "ANSIBLE_LOCAL_TEMP": str(Path(out_dir) / ".ansible-tmp"),
-        "ANSIBLE_CONFIG": str(Path(base) / "no-ansible.cfg"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_RETRY_FILES_ENABLED": "0",
-        "ANSIBLE_HOST_KEY_CHECKING": "0",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
-        "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACK_DIR),
+    """playbooks.ansible_env, clean (no ansible.cfg, no service settings from the environment), with the
+    reliability_json callback and the emulator_hook action (faults set from a play); the log and the callback's records
+    of the run ``name`` go to ``out_dir`` (the final scan reads them)."""
+    return playbooks.ansible_env(base, home=out_dir, clean=True, **{
+        "ANSIBLE_CALLBACK_PLUGINS": str(playbooks.CALLBACK_DIR),
         "ANSIBLE_CALLBACKS_ENABLED": "reliability_json",
         "ANSIBLE_ACTION_PLUGINS": str(ACTION_DIR),
         "ANSIBLE_LOG_PATH": str(Path(out_dir) / ("%s.ansible.log" % name)),
         "RELIABILITY_JSON_OUT": str(Path(out_dir) / ("%s.callback.jsonl" % name)),
-        "PATH": "%s:%s" % (BIN, env.get("PATH", "")),
-    })
-    env.update({k: str(v) for k, v in (extra or {}).items()})
-    return env
+        **(extra or {})})
 
 
 def run_playbook(base, out_dir, name, playbook, inventory, args=(), env=None, verbosity="-vvvv", timeout=600):
-    """ansible-playbook with the JSON callback, a log file and captured output, all kept in out_dir."""
+    """playbooks.run_playbook with the JSON callback, a log file and captured output, all kept in out_dir."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
-    if verbosity:
-        cmd.append(verbosity)
-    cmd += [str(a) for a in args]
-    started = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(base, out_dir, name, env),
-                          timeout=timeout, cwd=str(base), check=False)
-    elapsed = time.monotonic() - started
+    proc, _output = playbooks.run_playbook(base, playbook, args=([verbosity] if verbosity else []) + list(args),
+                                           env=ansible_env(base, out_dir, name, env), check=False,
+                                           timeout=timeout, inventory=inventory)
     (out_dir / ("%s.stdout" % name)).write_text(proc.stdout)
     (out_dir / ("%s.stderr" % name)).write_text(proc.stderr)
-    return PlaybookRun(proc, out_dir, name, elapsed)
-
-
-def localhost_inventory(base, extra_vars=None):
-    path = Path(base) / "localhost.json"
-    host_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    host_vars.update(extra_vars or {})
-    path.write_text(json.dumps({"all": {"hosts": {"localhost": host_vars}}}))
-    return path
+    return PlaybookRun(proc, out_dir, name, proc.elapsed)
 
 
 def write_vault(path, data, vault_password_file, base):
@@ -315,3 +279,38 @@ def dump_request_log(emu, out_dir, name):
 
 def writes(log, endpoint=None):
     return [e for e in log if e.get("write") and (endpoint is None or e["endpoint"] == endpoint)]
+
+
+# --------------------------------------------------------------------------------------- webhook crashes
+
+def run_crash_experiment(name, experiment, kills):
+    """Runs ``kills`` on ``experiment`` and records the figures. A kill: repetition()'s keyword arguments,
+    and optionally the burst's ``kinds`` and ``gap`` for that repetition."""
+    try:
+        for kill in kills:
+            kill = dict(kill)
+            for setting in ("kinds", "gap"):
+                if setting in kill:
+                    setattr(experiment, setting, kill.pop(setting))
+            # each repetition waits for every delivery accepted so far: after one that did not recover, the
+            # rest would each wait out recover_timeout for the same delivery (84 minutes of a CI run)
+            if experiment.repetition(**kill)["recover_s"] is None:
+                break
+    finally:
+        experiment.stop()
+    summary = experiment.summary()
+    out = experiment.workdir
+    (out / "results.json").write_text(json.dumps({"repetitions": experiment.results, "summary": summary}, indent=1))
+    sys.stderr.write("%s: %s\n" % (name, json.dumps(summary)))
+    SUMMARY["webhook_crash"] = summary
+    SUMMARY["lost_events"] = (SUMMARY["lost_events"] or 0) + len(summary["lost_any_repetition"])
+    return summary
+
+
+def assert_no_delivery_lost(experiment, summary, repetitions, burst):
+    stuck = [r for r in experiment.results if r["recover_s"] is None]
+    assert not stuck, "did not recover within %ss (no repetition after it was run): %s" % (
+        experiment.recover_timeout, stuck)
+    assert summary["repetitions"] == repetitions
+    assert summary["lost_any_repetition"] == [] and summary["never_run"] == [], summary
+    assert summary["accepted"] == repetitions * burst          # the retries got every delivery in

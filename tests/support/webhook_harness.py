@@ -3,7 +3,7 @@
 - the event source in-process (:class:`Source`: ``main(queue, args)`` loaded with runpy, as
   ansible-rulebook does, in a background event loop; its receiver child runs as under the
   rulebook), :func:`startup_error` for option checks;
-- ansible-rulebook runs (:class:`Rulebook`, :func:`collection_tree`, :func:`run_rulebook`);
+- ansible-rulebook runs (:class:`Rulebook`, :func:`run_rulebook`; the collection tree is playbooks.py's);
 - signed bodies (the emulator's sender, ``tests/support/emulator/webhooks.py``: the service's exact
   format), TLS material made with ``cryptography``, plain HTTPS clients, and the documented
   delivery id computed here with hashlib (never with the code under test).
@@ -41,6 +41,7 @@ if str(EMULATOR_DIR) not in sys.path:
     sys.path.insert(0, str(EMULATOR_DIR))
 
 from certs import make_tls_files  # noqa: E402  pylint: disable=wrong-import-position
+from playbooks import CALLBACK_DIR, collection_tree  # noqa: E402,F401  pylint: disable=wrong-import-position
 from webhooks import build_body  # noqa: E402  pylint: disable=wrong-import-position
 
 _PLUGIN = {}
@@ -307,17 +308,6 @@ def rulebook_bin():
     return str(exe)
 
 
-def collection_tree(base, repo=REPO, name="collections"):
-    """A tree base/<name>/ansible_collections/wpcloud/hosting -> ``repo`` (this checkout by default)."""
-    root = Path(base) / name
-    parent = root / "ansible_collections" / "wpcloud"
-    parent.mkdir(parents=True, exist_ok=True)
-    link = parent / "hosting"
-    if not link.exists():
-        link.symlink_to(Path(repo), target_is_directory=True)
-    return root
-
-
 class Rulebook:
     """One ansible-rulebook process; stdout/stderr to files (one per start); stopped by PID."""
 
@@ -493,59 +483,10 @@ def kill_tree(root):
     return sorted(frozen)
 
 
-# A callback plugin the crash tests load into every playbook the rulebook runs: it slows each task
-# (WEBHOOK_RUNS_SLOW seconds: "slow actions") and logs, per playbook run, its start and the ok of its
-# webhook_ack task, with the delivery id and attempt (WEBHOOK_RUNS_LOG).
-RUNS_CALLBACK = r"""
-from __future__ import annotations
-
-import os
-import time
-
-from ansible.plugins.callback import CallbackBase
-
-
-class CallbackModule(CallbackBase):
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "webhook_runs"
-    CALLBACK_NEEDS_ENABLED = True
-
-    def __init__(self):
-        super().__init__()
-        self.delivery = "?"
-        self.attempt = "?"
-
-    def _log(self, what):
-        with open(os.environ["WEBHOOK_RUNS_LOG"], "a") as handle:
-            handle.write("%.3f %s %s %s %d\n" % (time.time(), what, self.delivery, self.attempt, os.getpid()))
-
-    def v2_playbook_on_play_start(self, play):
-        if self.delivery != "?":
-            return          # the next play of the same playbook: one run, logged once
-        event = (play.get_variable_manager().extra_vars.get("ansible_eda") or {}).get("event") or {}
-        meta = event.get("meta") or {}
-        self.delivery, self.attempt = meta.get("delivery_id", "?"), meta.get("attempt", "?")
-        self._log("start")
-
-    def v2_playbook_on_task_start(self, task, is_conditional):
-        time.sleep(float(os.environ.get("WEBHOOK_RUNS_SLOW", "0")))
-
-    def v2_runner_on_ok(self, result):
-        if result._task.action in ("wpcloud.hosting.webhook_ack", "webhook_ack"):
-            # WEBHOOK_RUNS_ACK_PAUSE holds the line back after the acknowledgement is written: the window a
-            # kill can land in, made wide enough for a test to land one there on purpose
-            time.sleep(float(os.environ.get("WEBHOOK_RUNS_ACK_PAUSE", "0")))
-            self._log("acked")
-"""
-
-
-def runs_callback(directory, log_path, slow=0.0, ack_pause=0.0):
-    """The environment that loads RUNS_CALLBACK (written under ``directory``) into the playbooks."""
-    plugins = Path(directory) / "callback_plugins"
-    plugins.mkdir(parents=True, exist_ok=True)
-    (plugins / "webhook_runs.py").write_text(RUNS_CALLBACK)
-    return {"ANSIBLE_CALLBACK_PLUGINS": str(plugins), "ANSIBLE_CALLBACKS_ENABLED": "webhook_runs",
+def runs_callback(log_path, slow=0.0, ack_pause=0.0):
+    """The environment that loads the webhook_runs callback (tests/support/callback_plugins) into the
+    playbooks: each run's start and acknowledgement logged to ``log_path``, every task ``slow``."""
+    return {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACK_DIR), "ANSIBLE_CALLBACKS_ENABLED": "webhook_runs",
             "WEBHOOK_RUNS_LOG": str(log_path), "WEBHOOK_RUNS_SLOW": str(slow),
             "WEBHOOK_RUNS_ACK_PAUSE": str(ack_pause)}
 
@@ -646,7 +587,7 @@ class CrashExperiment:
     acknowledgements on, and repetitions of
 
     1. a burst of signed deliveries (site_provisioned and other events, ``gap`` seconds apart);
-    2. slow actions (every task of their playbooks sleeps ``slow`` seconds: RUNS_CALLBACK);
+    2. slow actions (every task of their playbooks sleeps ``slow`` seconds: the webhook_runs callback);
     3. SIGKILL of the whole process tree (rulebook, JVM, receiver, ansible-runner's playbooks) at a
        random point within ``kill_window`` seconds of the burst's start;
     4. a restart, and the service's retries of the deliveries that were not answered 200;
@@ -677,7 +618,7 @@ class CrashExperiment:
         self.runs_log = self.workdir / "runs.log"
         env = {"ANSIBLE_COLLECTIONS_PATH": str(collection_tree(self.workdir, repo)), "ANSIBLE_NOCOLOR": "1",
                "WPCLOUD_WEBHOOK_HMAC_KEYS": key}
-        env.update(runs_callback(self.workdir, self.runs_log, slow, ack_pause))
+        env.update(runs_callback(self.runs_log, slow, ack_pause))
         self.rb = Rulebook(self.workdir, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml",
                                           "--vars", "vars.yml"], env)
         self.accepted = {}          # delivery id -> repetition that got its 200
@@ -701,26 +642,36 @@ class CrashExperiment:
             bodies.append(signed(self.key, kind, 700000 + self.counter, data))
         return bodies
 
-    def _phase(self, sender):
-        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
-        deliveries, or neither (the rule engine between actions, or idle)."""
-        playbooks = 0
+    def record_path(self, delivery_id):
+        """The record on_site_provisioned writes for a site_provisioned delivery (before its acknowledgement)."""
+        return self.records / "site_provisioned" / ("%s.json" % delivery_id)
+
+    def playbooks_running(self):
+        """How many ansible-playbook processes the rulebook's tree holds now."""
+        count = 0
         for pid in process_tree(self.rb.proc.pid):
             try:
                 with open("/proc/%d/cmdline" % pid, "rb") as handle:
-                    playbooks += b"ansible-playbook" in handle.read()
+                    count += b"ansible-playbook" in handle.read()
             except OSError:
                 pass
-        if playbooks:
+        return count
+
+    def _phase(self, sender):
+        """What the kill interrupts: a playbook run (an ansible-playbook process in the tree), the
+        deliveries, or neither (the rule engine between actions, or idle)."""
+        if self.playbooks_running():
             return "in a playbook" + (" while deliveries arrive" if sender.is_alive() else "")
         return "during deliveries" if sender.is_alive() else "between actions"
 
-    def repetition(self, kill_after_first_run=None, kill_at=None, kill_after_first_ack=False):
+    def repetition(self, kill_after_first_run=None, kill_at=None, kill_after_first_ack=False, kill_when=None):
         """One repetition; the kill comes ``kill_at`` seconds after the burst started (default: a random
         point of kill_window), or ``kill_after_first_run`` seconds after the first playbook of the burst
         started (the issue's measurement: 1.5), or with ``kill_after_first_ack`` as soon as the spool holds
         an acknowledgement of the burst that the callback has not logged yet (with ``ack_pause``: inside
-        the window between the acknowledgement's write and the end of its task)."""
+        the window between the acknowledgement's write and the end of its task), or as soon as
+        ``kill_when(ids, statuses)`` is true (the burst's delivery ids, and {position: HTTP status} of the
+        deliveries answered so far): a kill point named by the predicate's docstring."""
         index = len(self.results) + 1
         runs_before = sum(len(r["starts"]) for r in read_runs(self.runs_log).values())
         bodies = self._bodies()
@@ -743,6 +694,10 @@ class CrashExperiment:
                 runs = read_runs(self.runs_log)
                 return [d for d in acknowledged_ids(self.spool) & set(ids) if not runs.get(d, {}).get("acked")]
             wait_for(first_unlogged_ack, 120, 0.02, "the burst's first acknowledgement",
+                     detail=self.rb.tail)
+            kill_at = time.monotonic() - started
+        elif kill_when is not None:
+            wait_for(lambda: kill_when(ids, statuses), 120, 0.02, (kill_when.__doc__ or "the kill point").strip(),
                      detail=self.rb.tail)
             kill_at = time.monotonic() - started
         elif kill_after_first_run is None:

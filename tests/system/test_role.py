@@ -22,6 +22,7 @@ import pytest
 
 from conftest import EMULATOR_DIR
 from launcher import start_emulator
+from playbooks import collection_tree
 from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +38,7 @@ _ids = itertools.count(31001)
 @pytest.fixture(scope="module")
 def collections_root(tmp_path_factory):
     """ANSIBLE_COLLECTIONS_PATH with this checkout as wpcloud.hosting."""
-    root = tmp_path_factory.mktemp("collections")
-    target = root / "ansible_collections" / "wpcloud"
-    target.mkdir(parents=True)
-    (target / "hosting").symlink_to(ROOT)
-    return root
+    return collection_tree(tmp_path_factory.mktemp("collections"))
 
 
 @pytest.fixture(scope="module")

@@ -246,10 +246,13 @@ def test_the_key_and_the_ack_token_never_reach_the_actions(tls, tmp_path):
     port = wh.free_port()
     env_key = "env-key-" + "9f8e7d6c5b4a3210" * 2               # the CLI's way: the environment
     vars_key = "vars-key-" + "0a1b2c3d4e5f6a7b" * 2              # the credential type's way: a rulebook variable
-    (tmp_path / "probe.yml").write_text(SECRET_PROBE)
+    # ansible-rulebook copies the directory of a playbook named by its path: the probe's holds nothing
+    # else (tmp_path holds the collection tree, a link to this checkout and its venvs)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "probe.yml").write_text(SECRET_PROBE)
     (tmp_path / "rb.yml").write_text(SECRET_RULEBOOK % {
         "port": port, "cert": tls["cert"], "key": tls["key"], "spool": tmp_path / "spool",
-        "playbook": tmp_path / "probe.yml", "probe": tmp_path / "probe.json"})
+        "playbook": tmp_path / "project" / "probe.yml", "probe": tmp_path / "probe.json"})
     (tmp_path / "inventory.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
                                             "      ansible_python_interpreter: %s\n" % sys.executable)
     (tmp_path / "vars.yml").write_text(json.dumps({"wpcloud_webhook_hmac_keys": vars_key}))

@@ -47,7 +47,7 @@ def test_disk_full_answers_503_and_the_retry_is_processed(tmp_path):
     runs_log = tmp_path / "runs.log"             # each playbook run's start and acknowledgement (runs_callback)
     env = {"ANSIBLE_COLLECTIONS_PATH": str(wh.collection_tree(tmp_path)), "ANSIBLE_NOCOLOR": "1",
            "WPCLOUD_WEBHOOK_HMAC_KEYS": KEY}
-    env.update(wh.runs_callback(tmp_path, runs_log))
+    env.update(wh.runs_callback(runs_log))
     rb = wh.Rulebook(tmp_path, ["-r", "wpcloud.hosting.webhooks", "-i", "inventory.yml", "--vars", "vars.yml"],
                      env, prefix=_namespace_prefix(spool))
     rulebook_vars = json.loads((tmp_path / "vars.yml").read_text())

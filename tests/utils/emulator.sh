@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start/stop the service emulator for make targets and scripts (needs `make setup` first).
-#   tests/utils/emulator.sh start DIR   start it; DIR/emulator.json gets its one JSON line
-#                                       ({"url", "api_key", "ca_path", "client"}), DIR/emulator.pid its PID
+#   tests/utils/emulator.sh start DIR [ARGS]   start it (ARGS go to server.py); DIR/emulator.json gets its
+#                                       one JSON line ({"url", "api_key", "ca_path", "client"}), DIR/emulator.pid its PID
 #   tests/utils/emulator.sh stop DIR    stop it (safe to call when not running)
 #   tests/utils/emulator.sh integration-config DIR OUT   write ansible-test's integration_config.yml
 # Exit 3 from start: tests/support/emulator/launcher.py does not exist (yet).
@@ -12,6 +12,7 @@ py="$root/.venv/bin/python"
 launcher="$root/tests/support/emulator/launcher.py"
 cmd=${1:?start|stop|integration-config}
 dir=${2:?state directory}
+shift 2
 
 case "$cmd" in
 start)
@@ -21,7 +22,7 @@ start)
     rm -f "$dir/emulator.json" "$dir/emulator.pid" "$dir/launcher.pid"
     # The launcher may daemonise (write the JSON + PID files and exit) or stay in the foreground;
     # both work: we wait for the JSON file, and remember the launcher's own PID as well.
-    "$py" "$launcher" --json-out "$dir/emulator.json" --pid-file "$dir/emulator.pid" \
+    "$py" "$launcher" --json-out "$dir/emulator.json" --pid-file "$dir/emulator.pid" "$@" \
         >"$dir/launcher.log" 2>&1 </dev/null &
     echo $! >"$dir/launcher.pid"
     for _ in $(seq 1 300); do
@@ -53,7 +54,7 @@ stop)
     done
     ;;
 integration-config)
-    out=${3:?output file}
+    out=${1:?output file}
     "$py" - "$dir/emulator.json" "$out" <<'PY'
 import json
 import sys

@@ -8,6 +8,8 @@
 #               tests/requirements-release.txt when missing or older than that file, from the machine's
 #               Python: 3.12 preferred, any 3.12+; a tool that does not install on it skips its gates)
 #   --keep      keep the work directory (.build/release/work) for inspection
+#   --work DIR  the directory of the tree's copy, the work and the logs (default .build/release; the tests of
+#               this script give their own, so that they can run beside `make gates`)
 #   --skipped-file FILE
 #               write the skipped gates and why to FILE (removed when none was skipped)
 #   --changelog-release DATE
@@ -43,6 +45,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
 venv=$root/.venv-release
+base=$root/.build/release
 keep=0
 skipped_file=""
 release_date=""
@@ -52,6 +55,7 @@ while [[ $# -gt 0 ]]; do
         --venv) venv=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
         --venv=*) v=${1#--venv=}; venv=$(cd "$(dirname "$v")" && pwd)/$(basename "$v"); shift ;;
         --keep) keep=1; shift ;;
+        --work) base=${2:?--work needs a directory}; shift 2 ;;
         --skipped-file) skipped_file=${2:?--skipped-file needs a path}; shift 2 ;;
         --changelog-release) release_date=${2:?--changelog-release needs a date YYYY-MM-DD}; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
@@ -97,7 +101,6 @@ for gate in "${gates[@]}"; do unavailable "$gate" >/dev/null; done   # fail earl
 export PATH=$venv/bin:$PATH ANSIBLE_NOCOLOR=1 NO_COLOR=1 PY_COLORS=0 ANSIBLE_FORCE_COLOR=0
 
 # ------------------------------------------------------------------ a fresh copy of the tree
-base=$root/.build/release
 collections=$base/collections
 tree=$collections/ansible_collections/wpcloud/hosting
 work=$base/work

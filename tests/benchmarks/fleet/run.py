@@ -39,7 +39,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support", "emulator"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import launcher  # noqa: E402  (tests/support/emulator/launcher.py)
+import playbooks  # noqa: E402  (tests/support/playbooks.py: the collection tree, the callback plugins)
 
 launcher.SERVER = os.path.join(HERE, "traced_emulator.py")  # server.py + ticket completion times
 
@@ -121,10 +123,7 @@ class Fleet:
             self.sites["site%04d" % (i + 1)] = {"site_migration_site": str(site_id)}
         for start in range(0, len(batch), 500):      # the emulator's hook adds many sites per call
             self.emu._hook("POST", "sites", {"sites": batch[start:start + 500]})
-        coll = os.path.join(workdir, "collections", "ansible_collections", "wpcloud")
-        os.makedirs(coll, exist_ok=True)
-        if not os.path.exists(os.path.join(coll, "hosting")):
-            os.symlink(args.collection, os.path.join(coll, "hosting"))
+        playbooks.collection_tree(workdir, repo=args.collection)
         self.inventory = os.path.join(workdir, "inventory.json")
         common = {"ansible_connection": "local",
                   "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -154,7 +153,7 @@ class Fleet:
             "ANSIBLE_HOME": os.path.join(self.dir, ".ansible"),
             "ANSIBLE_LOCAL_TEMP": os.path.join(self.dir, ".ansible", "tmp"),
             "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
-            "ANSIBLE_CALLBACK_PLUGINS": os.path.join(HERE, "callback_plugins"),
+            "ANSIBLE_CALLBACK_PLUGINS": str(playbooks.CALLBACK_DIR),
             "ANSIBLE_CALLBACKS_ENABLED": "fleet_trace,fleet_tasks",
             "FLEET_TRACE_FILE": trace,
             "FLEET_TASKS_FILE": tasks_file(trace),

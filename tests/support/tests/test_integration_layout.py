@@ -32,6 +32,8 @@ def test_every_target_has_the_layout(target):
     assert yaml.safe_load((folder / "meta" / "main.yml").read_text()) == {"dependencies": ["setup_emulator"]}
     aliases = (folder / "aliases").read_text().split()
     assert "context/controller" in aliases
+    # no facts: no target reads one, and gathering them cost every target a module run (1-2 s)
+    assert "gather_facts/no" in aliases, target
     assert [a for a in aliases if a.startswith("needs/target/")] == []     # meta/main.yml says it once
     for name in ("defaults/main.yml", "tasks/prepare.yml", "tasks/test.yml", "tasks/cleanup.yml"):
         assert yaml.safe_load((folder / name).read_text()) is not None, "%s/%s is empty" % (target, name)

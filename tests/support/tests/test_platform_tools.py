@@ -62,6 +62,8 @@ def test_make_venv_per_package_records_what_this_python_cannot_install(tmp_path)
 
 
 def gates(*args):
+    """tests/utils/gates.sh; each test gives it a --work directory of its own, so that it can run beside
+    `make gates` (make test runs the suites side by side), whose copy and logs are .build/release."""
     return subprocess.run([str(UTILS / "gates.sh")] + list(args), capture_output=True, text=True, timeout=300,
                           check=False, cwd=str(ROOT))
 
@@ -78,7 +80,7 @@ def test_gates_skip_a_gate_whose_tool_cannot_run_here_and_say_why(tmp_path):
     venv = release_venv(tmp_path, "ansible-lint: does not install on Python 3.99 (needs < 3.99)\n"
                                   "antsibull-docs: does not install on Python 3.99 (Failed to build)\n")
     skipped = tmp_path / "skipped"
-    result = gates("--venv", str(venv), "--skipped-file", str(skipped), "lint", "docs")
+    result = gates("--venv", str(venv), "--work", str(tmp_path / "release"), "--skipped-file", str(skipped), "lint", "docs")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "gate lint       SKIP  ansible-lint: does not install on Python 3.99 (needs < 3.99)" in result.stdout
     assert "0 passed, 0 failed, 2 skipped" in result.stdout
@@ -88,7 +90,7 @@ def test_gates_skip_a_gate_whose_tool_cannot_run_here_and_say_why(tmp_path):
 
 def test_gates_fail_when_a_tool_is_missing_for_no_recorded_reason(tmp_path):
     venv = release_venv(tmp_path, "")
-    result = gates("--venv", str(venv), "changelog")
+    result = gates("--venv", str(venv), "--work", str(tmp_path / "release"), "changelog")
     assert result.returncode == 1
     assert "has no antsibull-changelog" in result.stderr
 

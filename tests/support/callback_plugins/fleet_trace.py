@@ -10,11 +10,15 @@ short_description: records task end times and response ticket IDs (fleet benchma
 description: One JSON line per host result in the file named by FLEET_TRACE_FILE.
 """
 
-import json
 import os
+import sys
 import time
 
-from ansible.plugins.callback import CallbackBase
+_SUPPORT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/support: the shared shape
+if _SUPPORT not in sys.path:
+    sys.path.append(_SUPPORT)
+
+from jsonl_callback import JsonLinesCallback  # noqa: E402  pylint: disable=wrong-import-position
 
 TERMINAL = ("success", "failure")
 
@@ -44,22 +48,16 @@ def _tickets(res):
     return started, done
 
 
-class CallbackModule(CallbackBase):
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
+class CallbackModule(JsonLinesCallback):
     CALLBACK_NAME = "fleet_trace"
-    CALLBACK_NEEDS_ENABLED = True
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._out = open(os.environ.get("FLEET_TRACE_FILE", os.devnull), "a", encoding="utf-8")
+    OUT_ENV = "FLEET_TRACE_FILE"
 
     def _record(self, result, status):
         now = time.time()
         res = result.result if not callable(getattr(result, "result", None)) else result.result()
         started, done = _tickets(res if isinstance(res, dict) else {})
-        self._out.write(json.dumps({"t": now, "host": result.host.get_name(), "task": result.task.get_name(),
-                                    "status": status, "started": started, "done": done}) + "\n")
+        self.write({"t": now, "host": result.host.get_name(), "task": result.task.get_name(),
+                    "status": status, "started": started, "done": done})
 
     def v2_runner_on_ok(self, result):
         self._record(result, "ok")
@@ -69,6 +67,3 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_skipped(self, result):
         self._record(result, "skipped")
-
-    def v2_playbook_on_stats(self, stats):
-        self._out.flush()

@@ -11,12 +11,16 @@ short_description: per task wall and controller CPU (fleet benchmark only)
 description: One JSON line per task in the file named by FLEET_TASKS_FILE.
 """
 
-import json
-import os
 import resource
+import os
+import sys
 import time
 
-from ansible.plugins.callback import CallbackBase
+_SUPPORT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/support: the shared shape
+if _SUPPORT not in sys.path:
+    sys.path.append(_SUPPORT)
+
+from jsonl_callback import JsonLinesCallback  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _cpu():
@@ -27,22 +31,18 @@ def _cpu():
     return total
 
 
-class CallbackModule(CallbackBase):
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
+class CallbackModule(JsonLinesCallback):
     CALLBACK_NAME = "fleet_tasks"
-    CALLBACK_NEEDS_ENABLED = True
+    OUT_ENV = "FLEET_TASKS_FILE"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._out = open(os.environ.get("FLEET_TASKS_FILE", os.devnull), "a", encoding="utf-8")
         self._current = None
 
     def _close(self):
         if self._current is not None:
             name, t0, cpu0 = self._current
-            self._out.write(json.dumps({"task": name, "wall": round(time.monotonic() - t0, 4),
-                                        "cpu": round(_cpu() - cpu0, 4)}) + "\n")
+            self.write({"task": name, "wall": round(time.monotonic() - t0, 4), "cpu": round(_cpu() - cpu0, 4)})
         self._current = None
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -54,4 +54,4 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats):
         self._close()
-        self._out.flush()
+        super().v2_playbook_on_stats(stats)

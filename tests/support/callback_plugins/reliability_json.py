@@ -14,30 +14,24 @@ requirements:
   - enabled in callbacks_enabled
 """
 
-import json
 import os
+import sys
 import time
 
-from ansible.plugins.callback import CallbackBase
+_SUPPORT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/support: the shared shape
+if _SUPPORT not in sys.path:
+    sys.path.append(_SUPPORT)
+
+from jsonl_callback import JsonLinesCallback  # noqa: E402  pylint: disable=wrong-import-position
 
 
-class CallbackModule(CallbackBase):
-    CALLBACK_VERSION = 2.0
-    CALLBACK_TYPE = "aggregate"
+class CallbackModule(JsonLinesCallback):
     CALLBACK_NAME = "reliability_json"
-    CALLBACK_NEEDS_ENABLED = True
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        path = os.environ.get("RELIABILITY_JSON_OUT")
-        self._out = open(path, "a", encoding="utf-8") if path else None
+    OUT_ENV = "RELIABILITY_JSON_OUT"
 
     def _write(self, record):
-        if self._out is None:
-            return
         record["time"] = time.time()
-        self._out.write(json.dumps(record, default=str, sort_keys=True) + "\n")
-        self._out.flush()
+        self.write(record)
 
     def _task(self, task):
         return {"name": task.get_name(), "uuid": task._uuid, "action": task.action}
@@ -85,6 +79,4 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_stats(self, stats):
         hosts = sorted(stats.processed.keys())
         self._write({"event": "stats", "stats": {h: stats.summarize(h) for h in hosts}})
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+        super().v2_playbook_on_stats(stats)
