@@ -94,7 +94,8 @@ tree: $(VENV)/.installed
 # source hosts starting); units 35 then integration 70 (they share the collection copy's tests/output);
 # the release gates 45-80 then sanity-2.21 85; sanity-2.16 70 (each sanity run in a copy of its own). Each
 # suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the end in the order of SUITES,
-# with a line per suite as it ends. TEST_LANES=serial: one lane, SUITES in order.
+# with a line per suite as it ends (its wall time and CPU-s: user+sys of the suite's process tree, from bash's
+# `times` in its lane). TEST_LANES=serial: one lane, SUITES in order.
 # Each lane runs in a process group of its own (set -m), which Ctrl-C or SIGTERM stops: never `kill 0`,
 # which also stopped whatever shared make's process group (a second `make test` started by the same script).
 TEST_LANES ?= system,reliability support,units integration,gates sanity-2.21,sanity-2.16
@@ -111,24 +112,27 @@ test: setup
 	IFS=, read -ra lane_list <<< "$$lanes"; \
 	set -m; lane_pids=""; \
 	for lane in "$${lane_list[@]}"; do \
-		( for suite in $$lane; do \
+		( cpu_before=0; for suite in $$lane; do \
 			start=$$(date +%s); \
 			if $(MAKE) --no-print-directory $$suite SETUP= > $(TEST_LOGS)/$$suite.log 2>&1 < /dev/null; then result=passed; else result=FAILED; fi; \
-			echo "$$result $$(( $$(date +%s) - start ))" > $(TEST_LOGS)/$$suite.result; \
-			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( $$(date +%s) - started )) s since the start)"; \
+			times > $(TEST_LOGS)/$$suite.times; \
+			cpu=$$(awk 'NR == 2 { split($$1, u, /[ms]/); split($$2, s, /[ms]/); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' $(TEST_LOGS)/$$suite.times); \
+			echo "$$result $$(( $$(date +%s) - start )) $$(( cpu - cpu_before ))" > $(TEST_LOGS)/$$suite.result; \
+			echo "test: $$suite $$result ($$(( $$(date +%s) - start )) s, $$(( cpu - cpu_before )) CPU-s, $$(( $$(date +%s) - started )) s since the start)"; \
+			cpu_before=$$cpu; \
 		done ) & lane_pids="$$lane_pids $$!"; \
 	done; \
 	set +m; wait; \
 	passed=0; failed=0; skipped=0; failed_names=""; summary=""; \
 	for suite in $(SUITES); do \
 		echo; echo "=================== $$suite"; cat $(TEST_LOGS)/$$suite.log; \
-		read -r result seconds < $(TEST_LOGS)/$$suite.result || { result=FAILED; seconds=?; }; \
+		read -r result seconds cpu < $(TEST_LOGS)/$$suite.result || { result=FAILED; seconds=?; cpu=?; }; \
 		if [ "$$result" != passed ]; then failed=$$((failed + 1)); failed_names="$$failed_names $$suite"; \
 		elif [ -f $(BUILD)/skipped/$$suite ]; then skipped=$$((skipped + 1)); \
 		else passed=$$((passed + 1)); fi; \
 		if [ -f $(BUILD)/skipped/$$suite ]; then result="skipped: $$(cat $(BUILD)/skipped/$$suite)"; \
 		elif [ -f $(BUILD)/skipped/$$suite.partial ]; then result="$$result, skipped in part: $$(cat $(BUILD)/skipped/$$suite.partial)"; fi; \
-		summary="$$summary  $$suite: $$result ($$seconds s)\n"; \
+		summary="$$summary  $$suite: $$result ($$seconds s, $$cpu CPU-s)\n"; \
 	done; \
 	echo; echo "=================== summary"; printf "$$summary"; \
 	echo "  wall time: $$(( $$(date +%s) - started )) s"; \
@@ -174,7 +178,7 @@ integration: $(SETUP)
 SYSTEM_JOBS ?= 3
 system: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider \
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider --durations=20 \
 		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile --no-loadscope-reorder) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \

@@ -26,7 +26,7 @@ from sigterm_teardown import pytest_configure  # noqa: E402,F401 pylint: disable
 LONGEST_FIRST = ("test_role.py", "test_webhook_crash.py", "test_module_execution.py", "test_role_in_a_play.py",
                  "test_first_hour.py", "test_service_variants.py", "test_golive_variants.py",
                  "test_site_provisioned_rulebook.py", "test_examples.py", "test_webhook_ack.py",
-                 "test_getting_started.py", "test_webhook_disk_full.py")
+                 "test_getting_started.py", "test_webhook_disk_full.py", "test_go_live.py")
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

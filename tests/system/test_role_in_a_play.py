@@ -256,8 +256,10 @@ def test_strategy_free_writes_nothing_and_says_what_to_use(run, emu):
     text = " ".join(proc.stdout.split())
     assert text.count("the play runs with strategy free, under which run_once does not hold") >= len(sites)
     assert "Run the role in a play with 'strategy: linear'" in text and "wpcloud.hosting.migrate_site" in text
+    # The first refusal of the run_once setup marks every host of the play failed (Ansible's rule for run_once); under
+    # free, a site still before the setup task then never runs it, so its recap may say failed=0: none goes on.
     recap = _recap(proc.stdout)
-    assert all(recap[h]["failed"] == 1 for h in sites), recap
+    assert any(recap[h]["failed"] == 1 for h in sites) and all(recap[h]["changed"] == 0 for h in sites), recap
 
 
 def test_migrate_site_under_ansible_strategy_free_migrates_each_site_once(run, emu):

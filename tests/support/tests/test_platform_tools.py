@@ -7,6 +7,7 @@ reason, instead of failing the whole `make test` (issue 13, item 7: plain Debian
 import base64
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -99,7 +100,7 @@ def test_make_test_counts_a_skipped_suite_as_skipped_not_passed(tmp_path):
     """The closing line of `make test` (issue 39, item 5): a suite that recorded a skip is counted apart."""
     fakes = tmp_path / "fakes.mk"
     fakes.write_text("fake-pass:\n"
-                     "\t@true\n"
+                     "\t@python3 -c 'import time; exec(\"while time.process_time() < 1.5: pass\")'\n"
                      "fake-skip:\n"
                      "\t@mkdir -p $(BUILD)/skipped && echo 'no Python 3.12 here' > $(BUILD)/skipped/$@\n"
                      "fake-fail:\n"
@@ -117,6 +118,8 @@ def test_make_test_counts_a_skipped_suite_as_skipped_not_passed(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "fake-skip: skipped: no Python 3.12 here" in result.stdout
     assert result.stdout.rstrip().endswith("1 passed, 0 failed, 1 skipped")
+    # each suite's CPU (its whole process tree's user+sys): fake-pass burns 1.5 CPU-s
+    assert re.search(r"^  fake-pass: passed \(\d+ s, [12] CPU-s\)$", result.stdout, re.M), result.stdout
     result = make_test("fake-pass fake-fail")
     assert result.returncode != 0
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 1 failed"
