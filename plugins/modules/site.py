@@ -283,7 +283,7 @@ ansible_facts:
       sample: ["blog.example", "shop.example"]
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import JOB_WAIT_ARGUMENT_SPEC, api_spec_with, list_form_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.site import run_site as run_logic
 
@@ -302,9 +302,8 @@ MODULE_SPEC = dict(
         _ONE_SITE,
         client=dict(type="str", required=True),
         confirm_delete=dict(type="bool", default=False),
-        sites=dict(type="list", elements="dict", options=dict(
-            (name, dict(option, default=None)) for name, option in _ONE_SITE.items())),
-        **dict((k, v) for k, v in WAIT_ARGUMENT_SPEC.items() if k != "messages"))),
+        sites=dict(type="list", elements="dict", options=list_form_options(_ONE_SITE)),
+        **JOB_WAIT_ARGUMENT_SPEC)),
     mutually_exclusive=[("domain", "sites")],
     required_one_of=[("domain", "sites")],
 )

@@ -350,7 +350,7 @@ api_load:
   sample: {"calls": 9, "peak_per_second": 4}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import JOB_WAIT_ARGUMENT_SPEC, api_spec_with, list_form_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.backup import run_backup as run_logic
 
@@ -369,9 +369,8 @@ MODULE_SPEC = dict(
         state=dict(type="str", default="present", choices=["present", "absent", "restored", "listed"]),
         replace_older=dict(type="bool", default=False),
         confirm_overwrite=dict(type="bool", default=False),
-        sites=dict(type="list", elements="dict", options=dict(
-            (name, dict(option, default=None)) for name, option in _ONE_SITE.items())),
-        **dict((k, v) for k, v in WAIT_ARGUMENT_SPEC.items() if k != "messages"))),
+        sites=dict(type="list", elements="dict", options=list_form_options(_ONE_SITE)),
+        **JOB_WAIT_ARGUMENT_SPEC)),
     mutually_exclusive=[("site", "sites")],
     required_one_of=[("site", "sites")],
 )

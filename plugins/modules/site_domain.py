@@ -331,7 +331,7 @@ api_load:
   sample: {"calls": 12, "peak_per_second": 6}
 '''
 
-from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import WAIT_ARGUMENT_SPEC, api_spec_with
+from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.arguments import JOB_WAIT_ARGUMENT_SPEC, api_spec_with, list_form_options
 from ansible_collections.wpcloud.hosting.plugins.module_utils.runtime.runner import run_module
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.domain_switch import run_domain as run_logic
 
@@ -348,9 +348,8 @@ MODULE_SPEC = dict(
     argument_spec=api_spec_with(dict(
         _ONE_SITE,
         client=dict(type="str", required=True),
-        sites=dict(type="list", elements="dict", options=dict(
-            (name, dict(option, default=None)) for name, option in _ONE_SITE.items())),
-        **dict((k, v) for k, v in WAIT_ARGUMENT_SPEC.items() if k != "messages"))),
+        sites=dict(type="list", elements="dict", options=list_form_options(_ONE_SITE)),
+        **JOB_WAIT_ARGUMENT_SPEC)),
     mutually_exclusive=[("site", "sites")],
     required_one_of=[("site", "sites")],
 )

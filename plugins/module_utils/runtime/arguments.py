@@ -64,6 +64,10 @@ WAIT_ARGUMENT_SPEC = dict(
     messages=dict(type="str", default="on_failure", choices=["on_failure", "always", "never"]),
 )
 
+# The wait of the modules whose jobs are the service's own (a site's creation, a domain switch, a backup): no
+# response ticket, so no ticket messages to show.
+JOB_WAIT_ARGUMENT_SPEC = dict((k, v) for k, v in WAIT_ARGUMENT_SPEC.items() if k != "messages")
+
 # migration_preflight and migration_ready start a preflight or a run of one migration, or of many at once,
 # and wait for it.
 START_ARGUMENT_SPEC = dict(WAIT_ARGUMENT_SPEC, migration_id=dict(type="int"), migration_ids=dict(type="list", elements="int"))
@@ -87,6 +91,12 @@ def api_spec_with(spec):
     merged = dict(API_ARGUMENT_SPEC)
     merged.update(spec)
     return merged
+
+
+def list_form_options(one_site):
+    """The options of one entry of a module's list form (``sites``): the single form's, without their defaults, so
+    that an entry's unset option is the task's (its own default applies only there)."""
+    return dict((name, dict(option, default=None)) for name, option in one_site.items())
 
 
 def validate_connection_options(params):
