@@ -41,11 +41,6 @@ def writes(emu, since):
     return [r["endpoint"] for r in emu.requests_log(since) if r["write"]]
 
 
-def last_seq(emu):
-    log = emu.requests_log()
-    return log[-1]["seq"] if log else 0
-
-
 @pytest.fixture()
 def closed_port():
     """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
@@ -99,7 +94,7 @@ def test_ticket_202_then_final_and_400_404(emu, new_site):
 
 def test_read_retried_on_503_and_429(emu):
     client = client_for(emu)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "site.get", "status": 503, "count": 2},
                     {"endpoint": "site_meta.get", "status": 429, "retry_after": 0, "count": 1}])
     assert client.call("site.get", site="1001").status == 200
@@ -120,7 +115,7 @@ def test_retry_after_is_honoured(emu):
 def test_write_retried_on_429_only_once_effect_is_none(emu, new_site):
     client = client_for(emu)
     site = new_site(allow_migration=False)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "site.allow_migration", "status": 429, "retry_after": 0, "count": 1}])
     client.call("site.allow_migration", site=site)
     assert writes(emu, since) == ["site.allow_migration", "site.allow_migration"]
@@ -131,7 +126,7 @@ def test_write_retried_on_429_only_once_effect_is_none(emu, new_site):
 def test_write_not_repeated_on_5xx(emu, new_site, status):
     client = client_for(emu)
     site = new_site(allow_migration=False)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "site.allow_migration", "status": status, "count": 1}])
     with pytest.raises(WPCloudAPIError) as info:
         client.call("site.allow_migration", site=site)
@@ -143,7 +138,7 @@ def test_write_not_repeated_on_5xx(emu, new_site, status):
 def test_write_reset_after_processing_is_not_repeated(emu, new_site):
     client = client_for(emu)
     site = new_site()
-    since = last_seq(emu)
+    since = emu.last_seq()
     # A reset after the service processed the create: the effect is unknown, so it is not repeated.
     emu.set_faults([{"endpoint": "migration.create", "reset": "after", "count": 1}])
     with pytest.raises(WPCloudAPIError) as info:
@@ -166,7 +161,7 @@ def test_writes_share_young_connections_and_survive_the_servers_idle_close(tmp_p
         client = client_for(emu)
         for key in ("k1", "k2"):
             client.call("client_meta.add", params={"value": "v0"}, client=emu.client, key=key)
-        since = last_seq(emu)
+        since = emu.last_seq()
         for value in range(6):
             time.sleep(0.5 if value % 2 else 0.05)   # every other write after the server closed the connection
             client.call("client_meta.update", params={"value": "v%d" % value}, client=emu.client, key="k1")
@@ -180,7 +175,7 @@ def test_writes_share_young_connections_and_survive_the_servers_idle_close(tmp_p
 
 def test_read_reset_is_retried(emu):
     client = client_for(emu)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "site.get", "reset": "before", "count": 1}])
     assert client.call("site.get", site="1001").status == 200
     assert [r["endpoint"] for r in emu.requests_log(since)] == ["site.get", "site.get"]
@@ -202,7 +197,7 @@ def test_read_timeout_retried_write_timeout_not(emu, new_site):
     emu.set_faults([{"endpoint": "site.get", "latency": SLOW_LATENCY, "count": 1}])
     assert client.call("site.get", site="1001").status == 200
     site = new_site(allow_migration=False)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "site.allow_migration", "latency": SLOW_LATENCY, "count": 1}])
     with pytest.raises(WPCloudAPIError) as info:
         client.call("site.allow_migration", site=site)
@@ -278,7 +273,7 @@ def test_hot_reads_keep_their_connection_alive_and_survive_the_servers_idle_clos
         emu.add_site(300001, "hot.example", allow_migration=True)
         client = client_for(emu)
         mid, ticket = a_ticket(emu, client, lambda: "300001")
-        since = last_seq(emu)
+        since = emu.last_seq()
         for poll in range(6):
             time.sleep(0.5 if poll % 2 else 0.05)   # every other poll after the server closed the connection
             client.call("ticket.summary", params={"response-ticket-id": ticket})
@@ -304,7 +299,7 @@ def test_starts_go_through_their_pool_and_survive_the_servers_idle_close(tmp_pat
             emu.add_site(300101 + number, "start%d.example" % number, allow_migration=True)
             ids.append(client.call("migration.create", params={"remote-host": "src.example", "remote-user": "www"},
                                    site=str(300101 + number)).data["migration-id"])
-        since = last_seq(emu)
+        since = emu.last_seq()
         for number, mid in enumerate(ids):
             time.sleep(0.5 if number % 2 else 0.05)   # every other start after the server closed the connection
             assert client.call("migration.preflight", migration_id=mid).data["response-ticket-id"]
@@ -320,7 +315,7 @@ def test_starts_go_through_their_pool_and_survive_the_servers_idle_close(tmp_pat
 def test_a_hot_read_reset_or_timed_out_is_retried_through_the_pool(emu, new_site):
     client = client_for(emu, timeout=SLOW_TIMEOUT)
     mid, ticket = a_ticket(emu, client, new_site)
-    since = last_seq(emu)
+    since = emu.last_seq()
     emu.set_faults([{"endpoint": "ticket.summary", "reset": "before", "count": 1},
                     {"endpoint": "migration.get", "latency": SLOW_LATENCY, "count": 1}])
     assert client.call("ticket.summary", params={"response-ticket-id": ticket}).status in (200, 202)

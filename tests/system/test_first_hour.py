@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_role import BIN, Run, _explain, _ids, _recap, _writes, collections_root  # noqa: F401 pylint: disable=unused-import
+from test_role import BIN, Run, _explain, _ids, _recap, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "quiet-rerun-Pass-%s" % secrets.token_hex(4)
@@ -43,16 +43,6 @@ CREATE_THEN_MIGRATE = """
 """
 
 
-@pytest.fixture
-def run(tmp_path, collections_root):  # noqa: F811 pylint: disable=redefined-outer-name
-    return Run(tmp_path / "run", collections_root)
-
-
-def _since(emu):
-    log = emu.requests_log()
-    return log[-1]["seq"] if log else 0
-
-
 def _quiet(proc):
     """The play printed no warning (stdout and stderr)."""
     text = proc.stdout + proc.stderr
@@ -74,7 +64,7 @@ def test_create_then_migrate_previews_with_check_then_runs_then_changes_nothing(
     playbook.write_text(CREATE_THEN_MIGRATE % "\n".join("          - domain: " + site for site in sites))
 
     # The preview: every site "checked", nothing written, no warning.
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(str(playbook), extra=["--check"])
     assert proc.returncode == 0, _explain(proc)
     assert _writes(emu.requests_log(since)) == []
@@ -84,7 +74,7 @@ def test_create_then_migrate_previews_with_check_then_runs_then_changes_nothing(
     _quiet(proc)
 
     # For real: created by the first play, migrated by the role.
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(str(playbook))
     assert proc.returncode == 0, _explain(proc)
     report, by_host = run.last_report()
@@ -95,7 +85,7 @@ def test_create_then_migrate_previews_with_check_then_runs_then_changes_nothing(
 
     # Again, leaving the finished migrations alone: nothing written, nothing changed, no warning.
     for extra in (["-e", "site_migration_refresh=false"], ["-e", "site_migration_refresh=false", "--check"], ["--check"]):
-        since = _since(emu)
+        since = emu.last_seq()
         proc = run.play(str(playbook), extra=extra)
         assert proc.returncode == 0, _explain(proc)
         assert _writes(emu.requests_log(since)) == [], extra
@@ -151,7 +141,7 @@ def test_a_successful_run_and_its_reruns_are_quiet_and_recap_every_site(run, emu
     assert "changed:" not in setup_task and "ok:" in setup_task, setup_task
 
     # A re-run that leaves the finished migrations alone: nothing written, changed=0 everywhere, every site "ok".
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(extra=["-e", "site_migration_refresh=false", "--diff"])
     assert proc.returncode == 0, _explain(proc)
     _quiet(proc)
@@ -162,7 +152,7 @@ def test_a_successful_run_and_its_reruns_are_quiet_and_recap_every_site(run, emu
 
     # A changed password is sent, one update per site before its preflight (site_migration_update_secret
     # when_changed, the default; issue 40), quietly.
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(extra=["-e", "site_migration_remote_pass=another-Pass-9"])
     assert proc.returncode == 0, _explain(proc)
     _quiet(proc)
@@ -245,7 +235,7 @@ def test_an_api_url_with_the_prefix_and_a_wrong_port_say_what_to_fix(run, emu):
 """)
     (run.dir / "inventory.json").write_text("{}")
     common = ["-e", json.dumps({"key": emu.api_key, "ca": emu.ca_path})]
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(str(playbook), extra=common + ["-e", "url=%s/api/v1.0" % emu.url])
     assert proc.returncode != 0
     assert "api_url ends in /api/v1.0, which the collection adds itself: give the service's base URL, such as %s." \

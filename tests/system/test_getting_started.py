@@ -132,11 +132,6 @@ def run_as_the_page_says(doc_emulator, tmp_path, line, since):
     return result, output, writes
 
 
-def last_seq(emu):
-    log = emu.requests_log()
-    return log[-1]["seq"] if log else 0
-
-
 def test_make_emulator_prints_only_the_json_line_and_stops_on_ctrl_c(tmp_path):
     started = DocEmulator(tmp_path)
     assert started.info == {"url": "https://127.0.0.1:%d" % started.port, "api_key": DOC_KEY,
@@ -160,7 +155,7 @@ def test_the_playbook_for_real_then_again(doc_emulator, tmp_path):
     emu.reset()
     add_site_as_the_page_says(doc_emulator)
     real = block(DOC, "ansible-playbook --diff migrate-shop.yml").strip().splitlines()[1]
-    since = last_seq(emu)
+    since = emu.last_seq()
     result, output, writes = run_as_the_page_says(doc_emulator, tmp_path, real, since)
     assert result.returncode == 0, output[-4000:]
     assert writes == ["site.allow_migration", "migration.create", "migration.preflight", "migration.ready"]
@@ -170,7 +165,7 @@ def test_the_playbook_for_real_then_again(doc_emulator, tmp_path):
     status, body = emu.api("migration/get/%d" % mid)
     assert status == 200 and body["data"]["state"] == "migration-succeeded"
 
-    result, output, writes = run_as_the_page_says(doc_emulator, tmp_path, real, last_seq(emu))
+    result, output, writes = run_as_the_page_says(doc_emulator, tmp_path, real, emu.last_seq())
     assert result.returncode == 0, output[-4000:]
     assert "migration.create" not in writes  # found and reused, not created twice
     assert int(emu.site("shop.example")["allow_site_migration"]) == mid
@@ -182,7 +177,7 @@ def test_the_playbook_in_check_mode_writes_nothing(doc_emulator, tmp_path):
     add_site_as_the_page_says(doc_emulator)
     check = block(DOC, "ansible-playbook --check --diff migrate-shop.yml").strip().splitlines()[0]
     assert check == "ansible-playbook --check --diff migrate-shop.yml"
-    result, output, writes = run_as_the_page_says(doc_emulator, tmp_path, check, last_seq(emu))
+    result, output, writes = run_as_the_page_says(doc_emulator, tmp_path, check, emu.last_seq())
     assert writes == []
     if result.returncode != 0 and "migration_id is required" in output:
         pytest.xfail("issue 13 item 3: in check mode, preflight gets no migration_id from the migration "
@@ -203,7 +198,7 @@ def run_role_as_the_page_says(doc_emulator, tmp_path, line):
                    ANSIBLE_NOCOLOR="1")
     values = {"wpcloud_api_url": doc_emulator.info["url"], "wpcloud_ca_path": doc_emulator.info["ca_path"],
               "source_password": PASSWORD}
-    since = last_seq(doc_emulator.emu)
+    since = doc_emulator.emu.last_seq()
     result = bash("%s\ncd %s\n%s -e '%s'" % (exports, tmp_path, line, json.dumps(values)), env, timeout=300)
     output = result.stdout + result.stderr
     assert PASSWORD not in output

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_role import BIN, Run, _explain, _recap, _writes, collections_root  # noqa: F401 pylint: disable=unused-import
+from test_role import BIN, Run, _explain, _recap, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "in-a-play-Pass-8134"
@@ -23,16 +23,6 @@ GROUP = "group/wpcloud.hosting.all"
 DEAD_URL = "https://127.0.0.1:9"            # nothing listens there: a connection refused, at once
 CORE_216 = ROOT / ".venv-2.16" / "bin"
 HAS_216 = (CORE_216 / "ansible-playbook").exists()
-
-
-@pytest.fixture
-def run(tmp_path, collections_root):  # noqa: F811 pylint: disable=redefined-outer-name
-    return Run(tmp_path / "run", collections_root)
-
-
-def _since(emu):
-    log = emu.requests_log()
-    return log[-1]["seq"] if log else 0
 
 
 def _warnings(proc):
@@ -91,7 +81,7 @@ def test_the_plays_module_defaults_alone_migrate(run, emu):
     """No wpcloud_* variable, no WPCLOUD_* environment: the play's module_defaults for the group, as
     docs/getting-started.md shows them for modules (on 8da537a: "wpcloud_api_key is required")."""
     sites = fleet(run, emu)
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(play(run, {GROUP: connection(emu)}))
     assert proc.returncode == 0, _explain(proc)
     report, by_host = run.last_report()
@@ -134,7 +124,7 @@ def test_one_precedence_between_the_variables_module_defaults_and_the_environmen
 def test_module_defaults_for_one_module_only_are_refused_before_any_call(run, emu):
     """The setup would call the default address while the play names another for one module: never silently."""
     sites = fleet(run, emu)
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(play(run, {GROUP: {"api_key": emu.api_key, "ca_path": emu.ca_path},
                                "wpcloud.hosting.migration": {"api_url": emu.url}}))
     assert proc.returncode != 0
@@ -178,7 +168,7 @@ def test_check_diff_and_diff_show_each_sites_change_once_without_the_password(ru
     assert proc.returncode == 0, _explain(proc)
 
     for extra in (["--check", "--diff"], ["--diff"]):
-        since = _since(emu)
+        since = emu.last_seq()
         proc = run.play(play(run), extra=extra + ["-e", "site_migration_remote_user=deploy"])
         assert proc.returncode == 0, _explain(proc)
         diffs = _site_diffs(proc.stdout)
@@ -249,7 +239,7 @@ def test_strategy_free_writes_nothing_and_says_what_to_use(run, emu):
     """On 8da537a every site ran the whole fleet's setup at once: sites and migrations created, allowed and updated
     once per site, racing each other."""
     sites = fleet(run, emu, count=3, api_vars=True)
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(play(run, strategy="free"))
     assert proc.returncode != 0
     assert _writes(emu.requests_log(since)) == []
@@ -264,7 +254,7 @@ def test_strategy_free_writes_nothing_and_says_what_to_use(run, emu):
 
 def test_migrate_site_under_ansible_strategy_free_migrates_each_site_once(run, emu):
     sites = fleet(run, emu, count=3, api_vars=True)
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run.play(env={"ANSIBLE_STRATEGY": "free"})
     assert proc.returncode == 0, _explain(proc)
     log = emu.requests_log(since)
@@ -302,7 +292,7 @@ def test_on_2_16_the_role_reads_the_plays_module_defaults_and_strategy(run, emu)
     """2.16 gives module_defaults to a task in its executor (already templated, omit as a placeholder): the role
     reads them the same; its refusals need no API call (and this venv has no requests)."""
     sites = fleet(run, emu)
-    since = _since(emu)
+    since = emu.last_seq()
     proc = run_216(run, play(run, {GROUP: {"api_url": emu.url + "/api/v1.0", "api_key": emu.api_key,
                                            "ca_path": "{{ nothing_here | default(omit) }}"}}),
                    extra=["-e", json.dumps({"site_migration_remote_usr": "www"})])

@@ -126,6 +126,11 @@ class Emulator:
     def requests_log(self, since=0):
         return self._hook("GET", "requests?since=%d" % since)["requests"]
 
+    def last_seq(self):
+        """The sequence number of the last request logged (0: none yet): ``requests_log(since)`` from here on."""
+        log = self.requests_log()
+        return log[-1]["seq"] if log else 0
+
     def faults(self):
         """The rules as they stand (each with ``remaining``: what is left of its ``count``)."""
         return self._hook("GET", "faults")["rules"]
