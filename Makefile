@@ -88,11 +88,12 @@ tree: $(VENV)/.installed
 # ---------------------------------------------------------------- test suites
 
 # `make test` runs setup once, then its suites side by side in lanes; the suites of a lane run one after the
-# other. The suites are CPU-bound together on 2 cores, so the lanes are balanced by the CPU each suite uses
-# (user+sys of its whole process tree; 2026-11-28, load 2-5): system about 350 CPU-s (its own three workers);
-# reliability 120 then support 50 (both mostly waiting: fault windows, rulebook restarts, emulators and
-# source hosts starting); units 35 then integration 70 (they share the collection copy's tests/output);
-# the release gates 45-80 then sanity-2.21 85; sanity-2.16 70 (each sanity run in a copy of its own). Each
+# other. The suites are CPU-bound together on 2 cores (about 1,200 CPU-s in about 630 s), so the lanes are
+# balanced by the CPU each suite uses (user+sys of its whole process tree; medians of three runs alone,
+# 2026-11-28): system 526 CPU-s (its own three workers); reliability 143 then support 60 (both mostly waiting:
+# fault windows, rulebook restarts, emulators and source hosts starting); units 53 then integration 111 (they
+# share the collection copy's tests/output); the release gates 88 then sanity-2.21 100; sanity-2.16 98 (each
+# sanity run in a copy of its own). Each
 # suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the end in the order of SUITES,
 # with a line per suite as it ends (its wall time and CPU-s: user+sys of the suite's process tree, from bash's
 # `times` in its lane). TEST_LANES=serial: one lane, SUITES in order.
