@@ -9,15 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ansible_collections.wpcloud.hosting.plugins.action import fleet_vars
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.action_doubles import Templar
 
 HOST_VARS = {"dest1.example": {"destination": "dest1.example", "source_host": "src1"},
              "dest2.example": {"destination": "dest2.example"}}
-
-
-class Templar(object):
-    @staticmethod
-    def template(value):
-        return value
 
 
 def run(monkeypatch, args, task_vars):

@@ -14,14 +14,9 @@ import pytest
 from ansible_collections.wpcloud.hosting.plugins.action.site import ActionModule
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils import _controller_action
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.action_doubles import Templar
 
 ADMIN = {"client": "acme", "admin_user": "shopadmin", "admin_email": "a@shop.example", "admin_pass": "Adm1n-pass-of-the-shop"}
-
-
-class Templar(object):
-    @staticmethod
-    def template(value):
-        return value
 
 
 @pytest.fixture()

@@ -17,12 +17,7 @@ import pytest
 from ansible_collections.wpcloud.hosting.plugins.action import site_migration_setup
 from ansible_collections.wpcloud.hosting.plugins.module_utils.service.vocabulary import CHECK_MODE_CREATED_SITES_FACT
 from ansible_collections.wpcloud.hosting.tests.unit.plugins.plugin_utils.site_migration import fleet_builders as fb
-
-
-class Templar(object):
-    @staticmethod
-    def template(value):
-        return value
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.action_doubles import Templar
 
 
 @pytest.fixture()

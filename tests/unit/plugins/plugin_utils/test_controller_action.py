@@ -17,14 +17,9 @@ from ansible_collections.wpcloud.hosting.plugins.action.client_meta import Actio
 from ansible_collections.wpcloud.hosting.plugins.action.migration import ActionModule as MigrationAction
 from ansible_collections.wpcloud.hosting.plugins.action.migration_preflight import ActionModule as PreflightAction
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils import _controller_action
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.action_doubles import Templar
 
 PASSWORD = "p@ss-Canary-1"
-
-
-class Templar(object):
-    @staticmethod
-    def template(value):
-        return value
 
 
 def action(cls, args, check_mode=False, diff=False):

@@ -14,12 +14,7 @@ import pytest
 from ansible_collections.wpcloud.hosting.plugins.action.migration_info import ActionModule as MigrationInfoAction
 from ansible_collections.wpcloud.hosting.plugins.action.migration import ActionModule as MigrationAction
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils import _controller_action
-
-
-class Templar(object):
-    @staticmethod
-    def template(value):
-        return value
+from ansible_collections.wpcloud.hosting.tests.unit.plugins.action_doubles import Templar
 
 
 @pytest.fixture()
