@@ -266,7 +266,13 @@ def test_backup_then_refresh_then_restore_brings_back_the_same_bytes(gl):
     assert gl.ok("GET", "site-meta/1002/allow_restore/get") is None         # removed by the service
     assert gl.ok("GET", "site-meta/1002/suspended/get") == "503"            # stays until removed
     assert gl.emu.site(1002)["status"] == "active"
-    events = gl.wait_events(lambda ev: any(b["event"] == "site_provisioned" for b in ev), what="site_provisioned")
+    # Wait for the last of the two ends (the ticket's), not the first: on a loaded machine site_provisioned had
+    # arrived and the ticket's event not yet.
+    ticket_id = answer["response_ticket_id"]
+    events = gl.wait_events(lambda ev: any(b["event"] == "response_ticket_updated"
+                                           and b["data"].get("response-ticket-id") == ticket_id
+                                           and b["data"].get("status") == "success" for b in ev),
+                            what="the restore's response_ticket_updated")
     ends = [b for b in events if b["event"] in ("site_provisioned", "response_ticket_updated")]
     assert [(b["event"], b["atomic_site_id"]) for b in ends][-2:] == [
         ("site_provisioned", 1002), ("response_ticket_updated", 1002)]
