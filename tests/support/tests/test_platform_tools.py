@@ -96,6 +96,20 @@ def test_gates_fail_when_a_tool_is_missing_for_no_recorded_reason(tmp_path):
     assert "has no antsibull-changelog" in result.stderr
 
 
+def test_the_lint_gate_fails_on_a_finding_not_on_a_python_warning(tmp_path):
+    """A newer cryptography (51) prints a DeprecationWarning from ansible-core's import of DSA on every ansible-lint
+    run: "path.py:18: CryptographyDeprecationWarning: ..." is shaped like a pep8 finding, and failed the gate."""
+    venv = release_venv(tmp_path, "")
+    lint = venv / "bin" / "ansible-lint"
+    warning = "/v/site-packages/ansible/_internal/_ssh/_ssh_agent.py:18: CryptographyDeprecationWarning: DSA is deprecated"
+    for finding, expected in (("", "PASS"), ("roles/site_migration/tasks/main.yml:3: name[casing]: All names should "
+                                             "start with an uppercase letter.", "FAIL")):
+        lint.write_text("#!/bin/sh\necho '%s'\necho '%s'\necho 'Passed: 0 failure(s), 0 warning(s)'\n" % (warning, finding))
+        lint.chmod(0o755)
+        result = gates("--venv", str(venv), "--work", str(tmp_path / "release"), "lint")
+        assert re.search(r"gate lint +%s" % expected, result.stdout), result.stdout + result.stderr
+
+
 def test_make_test_counts_a_skipped_suite_as_skipped_not_passed(tmp_path):
     """The closing line of `make test` (issue 39, item 5): a suite that recorded a skip is counted apart."""
     fakes = tmp_path / "fakes.mk"
@@ -123,3 +137,26 @@ def test_make_test_counts_a_skipped_suite_as_skipped_not_passed(tmp_path):
     result = make_test("fake-pass fake-fail")
     assert result.returncode != 0
     assert result.stdout.rstrip().splitlines()[-1] == "1 passed, 1 failed"
+
+
+def test_cpu_per_test_counts_the_processes_a_test_ran(tmp_path):
+    """tests/support/cpu_per_test.py: a test that runs a child burning CPU is charged that CPU, and the session's
+    end names it first (make system and make support print this report)."""
+    (tmp_path / "conftest.py").write_text(
+        "import sys\nsys.path.insert(0, %r)\n"
+        "from cpu_per_test import pytest_runtest_protocol, pytest_terminal_summary  # noqa\n" % str(ROOT / "tests" / "support"))
+    (tmp_path / "test_burn.py").write_text(
+        "import subprocess, sys\n"
+        "def test_idle():\n    pass\n"
+        "def test_burns_in_a_child():\n"
+        "    subprocess.run([sys.executable, '-c', 'import time\\nt = time.process_time()\\n"
+        "while time.process_time() - t < 0.6: pass'], check=True)\n")
+    log = tmp_path / "cpu.tsv"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          capture_output=True, text=True, cwd=str(tmp_path), env=dict(os.environ, TEST_CPU_LOG=str(log)),
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split("\t")[0].split("::")[-1]: float(line.split("\t")[1]) for line in log.read_text().splitlines()}
+    assert rows["test_burns_in_a_child"] >= 0.55 and rows["test_idle"] < 0.3, rows
+    report = proc.stdout[proc.stdout.index("CPU per test"):]
+    assert "in 2 tests" in report and report.index("test_burns_in_a_child") < report.index("test_idle"), report
