@@ -178,8 +178,8 @@ integration: $(SETUP)
 # polls, rulebooks starting). SYSTEM_JOBS=0: one process.
 SYSTEM_JOBS ?= 3
 system: $(SETUP)
-	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider --durations=20 \
+	@rm -f $(BUILD)/skipped/$@; mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/$@-cpu.tsv
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" TEST_CPU_LOG=$(ROOT)/$(TEST_LOGS)/$@-cpu.tsv $(VENV)/bin/python -m pytest tests/system -q -p no:cacheprovider --durations=20 \
 		$(if $(filter-out 0,$(SYSTEM_JOBS)),-n $(SYSTEM_JOBS) --dist loadfile --no-loadscope-reorder) || rc=$$?; \
 	if [ "$${rc:-0}" -eq 5 ] && [ -z "$$(find tests/system -name 'test_*.py' -o -name '*_test.py' 2>/dev/null | head -n1)" ]; then \
 		$(call skip,$@,no system tests under tests/system yet); exit 0; \
@@ -192,8 +192,8 @@ system: $(SETUP)
 # hosts starting and stopping). SUPPORT_JOBS=0: one process.
 SUPPORT_JOBS ?= 3
 support: $(SETUP)
-	@rm -f $(BUILD)/skipped/$@
-	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" $(VENV)/bin/python -m pytest tests/support/tests -q -p no:cacheprovider \
+	@rm -f $(BUILD)/skipped/$@; mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/$@-cpu.tsv
+	@PATH="$(ROOT)/$(VENV)/bin:$$PATH" TEST_CPU_LOG=$(ROOT)/$(TEST_LOGS)/$@-cpu.tsv $(VENV)/bin/python -m pytest tests/support/tests -q -p no:cacheprovider \
 		$(if $(filter-out 0,$(SUPPORT_JOBS)),-n $(SUPPORT_JOBS) --dist loadfile)
 
 # Secret-leak scan, hostile inputs, faults on a 100-site fleet, the webhook receiver under attack;

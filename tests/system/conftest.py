@@ -19,6 +19,7 @@ for _path in (EMULATOR_DIR, SOURCE_HOST_DIR, SUPPORT_DIR):
         sys.path.insert(0, str(_path))
 
 from emulator_fixtures import emu, emulator, new_site  # noqa: E402,F401 pylint: disable=unused-import,wrong-import-position
+from cpu_per_test import pytest_runtest_protocol, pytest_terminal_summary  # noqa: E402,F401 pylint: disable=unused-import,wrong-import-position
 from sigterm_teardown import pytest_configure  # noqa: E402,F401 pylint: disable=unused-import,wrong-import-position
 
 # The files that take longest (pytest --durations, summed per file; 2026-11-28), longest first; the others
