@@ -31,6 +31,7 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.module_defaults im
     play_module_defaults,
 )
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration import connection as role_connection
+from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.going_live import may_go_live
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.setup_phase import (
     CHECK_STEP,
     planned_cutover,
@@ -163,4 +164,6 @@ class ActionModule(ControllerOnlyAction):
         # Holds no credential by construction (the line-up resolves none; the steps' results come masked), and
         # is not masked again: a credential that reads like a port or an ID would replace that value.
         result["fleet"] = fleet
+        # Whether the role runs its going-live steps at all (a migration without them skips them as one task).
+        result["going_live"] = any(may_go_live(entry) for entry in fleet)
         return result

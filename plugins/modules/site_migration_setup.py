@@ -131,6 +131,13 @@ fleet:
   type: list
   elements: dict
   sample: [{"host": "dest1.example", "site": "1001", "stage": "preflight", "migration_id": 42, "result": null}]
+going_live:
+  description:
+    - Whether a site of the fleet may take a going-live step in this run (a backup before its run, a restore, a
+      cutover or its preview). The role runs those steps only when one may.
+  returned: success
+  type: bool
+  sample: false
 steps:
   description: What each step that ran did, by step (V(find), V(new), V(info), V(check), V(allow), V(create)).
   returned: success

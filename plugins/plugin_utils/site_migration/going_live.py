@@ -108,6 +108,16 @@ def cutover_due(entry, check_mode):
     return bool(converted(bool, check_mode)) and entry.get("workflow") in ("go_live", "cutover")
 
 
+def may_go_live(entry):
+    """Whether the site may take a going-live step in this run (a backup before its run, a restore, a cutover or
+    its preview). Generous on purpose: the role leaves those steps out only when no site of the fleet may take
+    one (each is a task the controller pays for, docs/performance.md), so a site counted in costs time, never a step."""
+    return entry.get("workflow") not in (None, "migrate") or any(
+        entry.get(name) for name in ("backup_before_refresh", "live_consented", "overwrite_live", "production_domain",
+                                     "confirm_cutover", "backup_first", "backup", "cutover")) \
+        or entry.get("stage") in ("backup", "restore", "cutover")
+
+
 def needs_listing(entry):
     """Whether the site takes the step "find" (the client's listing) for its going-live state: where it is now (its
     site ID and primary domain), and whether it is live. Every site of a cutover or a rollback, and the sites of a

@@ -15,6 +15,7 @@ from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.goi
     cutover_due,
     find_in_listing,
     listing_index,
+    may_go_live,
     needs_listing,
 )
 from ansible_collections.wpcloud.hosting.plugins.plugin_utils.site_migration.inputs import lineup
@@ -39,6 +40,26 @@ def test_the_production_domain_is_normalised_and_the_site_takes_the_listing():
     # a site without going-live variables takes today's path
     plain, dummy = line_up({})
     assert plain[0]["stage"] == "check" and not needs_listing(plain[0])
+
+
+@pytest.mark.parametrize("given, going_live", [
+    ({}, False),
+    ({"site_migration_client": "demo"}, False),
+    (dict(LIVE), True),                                   # a cutover's preview or the listing's live check
+    (dict(LIVE, site_migration_confirm_cutover=True), True),
+    ({"site_migration_client": "demo", "site_migration_backup_before_refresh": True}, True),
+    (dict(LIVE, site_migration_overwrite_live="shop.example"), True),
+    (dict(LIVE, site_migration_workflow="cutover", site_migration_confirm_cutover=True), True),
+    ({"site_migration_client": "demo", "site_migration_workflow": "rollback", "site_migration_confirm_rollback": True},
+     True),
+])
+def test_the_role_runs_its_going_live_steps_only_when_a_site_may_take_one(given, going_live):
+    fleet, dummy = line_up(dict(given, site_migration_site="a.example"))
+    assert fleet[0].get("result") is None, fleet[0].get("message")
+    assert may_go_live(fleet[0]) is going_live
+    # a fleet goes live when one of its sites may
+    mixed, dummy = line_up({}, dict(given, site_migration_site="b.example"))
+    assert any(may_go_live(entry) for entry in mixed) is going_live
 
 
 @pytest.mark.parametrize("given, expected", [
