@@ -11,15 +11,17 @@ tests/system, tests/reliability, tests/support (webhook_harness) and the benchma
   tree, its own ANSIBLE_HOME and local temp, no colour, no retry files; ``clean=True`` also leaves
   out the user's ``ansible.cfg`` and the service's environment variables (so a run can only use what
   the test gave it);
-- :func:`run_playbook`: one ansible-playbook process with captured output;
+- :func:`run_playbook`: one ansible-playbook process with captured output; :func:`play_recap` reads its recap;
 - :data:`CALLBACK_DIR`: the suites' callback plugins (``callback_plugins/``, one JSON-lines shape:
   ``jsonl_callback.py``).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -113,6 +115,22 @@ def run_playbook(base, playbook, extra_vars=None, args=(), env=None, check=True,
     if check and proc.returncode != 0:
         raise AssertionError("ansible-playbook failed (%d):\n%s" % (proc.returncode, output[-6000:]))
     return proc, output
+
+
+# A line of the PLAY RECAP: "host : ok=3 changed=1 ...". Only such lines: the output may hold stderr after it
+# (cryptography 51 prints a DeprecationWarning "path.py:18: ..." from every Ansible process).
+RECAP_LINE = re.compile(r"^(\S+)\s*:\s*((?:[a-z]+=-?\d+\s*)+)$")
+
+
+def play_recap(output):
+    """{host: {ok, changed, skipped, failed, ...}} from the last PLAY RECAP of ``output``. A host that ran no task of
+    its own (the role's steps are run_once tasks) is not in it: zeros."""
+    recap = collections.defaultdict(lambda: collections.defaultdict(int))
+    for line in output.split("PLAY RECAP")[-1].splitlines()[1:]:
+        found = RECAP_LINE.match(line.strip())
+        if found:
+            recap[found.group(1)].update((k, int(v)) for k, v in (p.split("=") for p in found.group(2).split()))
+    return recap
 
 
 def emulator_vars(emu):

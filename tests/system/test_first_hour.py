@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from test_role import BIN, Run, _explain, _ids, _recap, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
+from playbooks import play_recap
+from test_role import BIN, Run, _explain, _ids, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "quiet-rerun-Pass-%s" % secrets.token_hex(4)
@@ -89,7 +90,7 @@ def test_create_then_migrate_previews_with_check_then_runs_then_changes_nothing(
         proc = run.play(str(playbook), extra=extra)
         assert proc.returncode == 0, _explain(proc)
         assert _writes(emu.requests_log(since)) == [], extra
-        recap = _recap(proc.stdout)
+        recap = play_recap(proc.stdout)
         if "--check" not in extra or "-e" in extra:
             assert all(counts["changed"] == 0 for counts in recap.values()), (extra, _explain(proc))
         _quiet(proc)
@@ -124,7 +125,7 @@ def test_a_successful_run_and_its_reruns_are_quiet_and_recap_every_site(run, emu
     assert proc.returncode == 0, _explain(proc)
     _quiet(proc)
     assert '"sites_total"' not in proc.stdout, "the JSON report is printed as a diff"
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     assert set(recap) == set(sites) and all(recap[h]["changed"] >= 1 and recap[h]["failed"] == 0 for h in sites), \
         recap
     assert PASSWORD not in proc.stdout + proc.stderr
@@ -146,7 +147,7 @@ def test_a_successful_run_and_its_reruns_are_quiet_and_recap_every_site(run, emu
     assert proc.returncode == 0, _explain(proc)
     _quiet(proc)
     assert _writes(emu.requests_log(since)) == []
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     assert set(recap) == set(sites) and all(recap[h]["changed"] == 0 and recap[h]["ok"] >= 1 for h in sites), recap
     assert '"sites_total"' not in proc.stdout
 

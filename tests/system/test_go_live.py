@@ -24,7 +24,7 @@ import pytest
 
 from file_tree import site_storage
 from golive_harness import live  # noqa: F401 pylint: disable=unused-import
-from playbooks import BIN, ansible_env
+from playbooks import BIN, ansible_env, play_recap
 
 SITES = {"a.example": 41001, "b.example": 41002, "c.example": 41003}
 PRODUCTION = {"a.example": "shop-a.example", "b.example": "shop-b.example", "c.example": "shop-c.example"}
@@ -76,15 +76,6 @@ class GoLive:
 
     def state(self, host):
         return json.loads((self.state_dir / ("%s.json" % host)).read_text())
-
-
-def _recap(output):
-    recap = {}
-    for line in output.split("PLAY RECAP")[-1].splitlines()[1:]:
-        if ":" in line:
-            host, rest = line.split(":", 1)
-            recap[host.strip()] = dict((k, int(v)) for k, v in (p.split("=") for p in rest.split()))
-    return recap
 
 
 def _of_site(writes, site_id, migration_id):
@@ -165,7 +156,7 @@ def test_go_live_from_migration_to_rollback(golive):
         assert site_storage(emu.site(site_id)["storage"]) != before[host]        # the refresh overwrote the edit
     assert sites["a.example"]["cutover"]["old_domain_kept"] is True
     assert emu.site(SITES["a.example"])["aliases"] == ["a.example"] and emu.site(SITES["b.example"])["aliases"] == []
-    recap = _recap(output)
+    recap = play_recap(output)
     assert all(recap[h]["changed"] >= 1 and recap[h]["failed"] == 0 for h in SITES)
     assert "cut over to shop-a.example (a.example kept as an alias); SSL of shop-a.example" in output
 
@@ -177,7 +168,7 @@ def test_go_live_from_migration_to_rollback(golive):
     assert rc == 0, output[-6000:]
     assert writes == [] and report["cutovers"] == {"already": 3} and report["counts"] == {"left_alone": 3}
     assert all(d["ssl"] == "issued" for s in sites.values() for d in s["cutover"]["domains"])
-    assert all(v["changed"] == 0 for v in _recap(output).values()) and "[WARNING]" not in output
+    assert all(v["changed"] == 0 for v in play_recap(output).values()) and "[WARNING]" not in output
 
     # -- 6. the sites are live: refused without the consent; with it (b), a backup before its run
     golive.host_vars["b.example"] = {"site_migration_overwrite_live": "shop-b.example"}
@@ -191,7 +182,7 @@ def test_go_live_from_migration_to_rollback(golive):
     b = sites["b.example"]
     assert b["result"] == "succeeded" and b["live"] is True and b["backup"]["why"] == "site_migration_overwrite_live"
     assert b["cutover"]["state"] == "already"
-    recap = _recap(output)
+    recap = play_recap(output)
     assert recap["a.example"]["failed"] == 1 and recap["b.example"]["failed"] == 0
 
     # -- 7. a rollback that does not name its sites is refused before any request (no default group)

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import EMULATOR_DIR
 from launcher import start_emulator
-from playbooks import collection_tree
+from playbooks import collection_tree, play_recap
 from source_host_fixtures import source_host  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,18 +158,6 @@ def _site(emu, domain=None, allow=True):
     return site_id
 
 
-def _recap(stdout):
-    """{host: {ok, changed, skipped, failed, ...}} from the PLAY RECAP. A site that ran no task of its own
-    (every step is a run_once task; migrate_site stops only the failed sites) is not in it: zeros."""
-    recap = collections.defaultdict(lambda: collections.defaultdict(int))
-    for line in stdout.split("PLAY RECAP")[-1].splitlines()[1:]:
-        if ":" not in line:
-            continue
-        host, rest = line.split(":", 1)
-        recap[host.strip()].update((k, int(v)) for k, v in (p.split("=") for p in rest.split()))
-    return recap
-
-
 def _tree(path):
     """{relative path: (kind, mode, content or link target)} of a directory, for byte-for-byte checks."""
     entries = {}
@@ -295,7 +283,7 @@ def test_each_preflight_failure_stops_its_site_with_the_diagnosis(run, emu):
 
     proc = run.play()
     assert proc.returncode == 2, _explain(proc)
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     dummy, by_host = run.last_report()
     for source, code in CAUSES.items():
         host = "to-" + source
@@ -354,7 +342,7 @@ def test_argument_errors_stop_only_their_site_and_name_the_option(run, emu):
                   site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
     proc = run.play()
     assert proc.returncode == 2, _explain(proc)
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     assert recap["bad.example"]["failed"] == 1 and recap["good.example"]["failed"] == 0
     assert "site %s: invalid inputs:" % bad in proc.stdout
     assert "site_migration_auth" in proc.stdout and "site_migration_preflight_timeout" in proc.stdout
@@ -380,7 +368,7 @@ def test_an_empty_remote_host_or_user_is_refused_not_replaced_by_the_source_host
                   site_vars={"site_migration_source_host": "src.example", "site_migration_install_key": False})
     proc = run.play()
     assert proc.returncode == 2, _explain(proc)
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     assert recap["empty-host.example"]["failed"] == recap["blank-user.example"]["failed"] == 1
     assert recap["good.example"]["failed"] == 0
     assert "site_migration_remote_host is empty" in proc.stdout and "site_migration_remote_user is empty" in proc.stdout
@@ -698,7 +686,7 @@ def test_ten_sites_in_one_play_wait_together(run, emu):
     assert len(_writes(log, "migration.create")) == 10
     assert len(_writes(log, "migration.ready")) == 10
     assert proc.stdout.count("TASK [wpcloud.hosting.site_migration : Run every site's migration and wait for all of them]") == 1
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     # One task runs per site ("Stop the sites ...", so that the recap lists every site); the inputs are read in one
     # task and every API step is one task for the whole fleet (a task costs the controller a worker process per
     # site it runs for).

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_role import BIN, Run, _explain, _recap, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
+from playbooks import play_recap
+from test_role import BIN, Run, _explain, _writes, collections_root, run  # noqa: F401 pylint: disable=unused-import
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "in-a-play-Pass-8134"
@@ -88,7 +89,7 @@ def test_the_plays_module_defaults_alone_migrate(run, emu):
     assert report["counts"] == {"succeeded": 2}, report
     assert len(_writes(emu.requests_log(since), "migration.ready")) == 2
     _quiet(proc)
-    assert set(_recap(proc.stdout)) == set(sites)
+    assert set(play_recap(proc.stdout)) == set(sites)
 
 
 @pytest.mark.parametrize("case", ["variables over module_defaults", "module_defaults over the environment",
@@ -244,11 +245,12 @@ def test_strategy_free_writes_nothing_and_says_what_to_use(run, emu):
     assert proc.returncode != 0
     assert _writes(emu.requests_log(since)) == []
     text = " ".join(proc.stdout.split())
-    assert text.count("the play runs with strategy free, under which run_once does not hold") >= len(sites)
-    assert "Run the role in a play with 'strategy: linear'" in text and "wpcloud.hosting.migrate_site" in text
     # The first refusal of the run_once setup marks every host of the play failed (Ansible's rule for run_once); under
-    # free, a site still before the setup task then never runs it, so its recap may say failed=0: none goes on.
-    recap = _recap(proc.stdout)
+    # free, a site still before the setup task then never runs it (nor says why), so its recap may say failed=0: none
+    # goes on. How many sites reach the task first depends on timing (3 of 3 alone, 2 of 3 on a loaded machine).
+    assert text.count("the play runs with strategy free, under which run_once does not hold") >= 1
+    assert "Run the role in a play with 'strategy: linear'" in text and "wpcloud.hosting.migrate_site" in text
+    recap = play_recap(proc.stdout)
     assert any(recap[h]["failed"] == 1 for h in sites) and all(recap[h]["changed"] == 0 for h in sites), recap
 
 
@@ -278,7 +280,7 @@ def test_a_plain_play_over_the_sites_inventory_gathers_facts_on_the_controller(r
                           text=True, env=run.env({"WPCLOUD_API_KEY": emu.api_key}), cwd=str(run.dir), check=False,
                           timeout=300)
     assert proc.returncode == 0, _explain(proc)
-    recap = _recap(proc.stdout)
+    recap = play_recap(proc.stdout)
     assert {"dest1.example", "dest2.example", "dest3.example"} <= set(recap), recap
     assert all(r["unreachable"] == 0 and r["failed"] == 0 and r["ok"] == 2 for r in recap.values()), recap
     assert sys.executable in proc.stdout
