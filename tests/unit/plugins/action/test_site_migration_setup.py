@@ -58,6 +58,7 @@ def test_the_result_holds_the_fleet_and_no_credential_and_is_shown(fake_api, set
     result = setup({"dest1.example": password_site("1001")})
     assert result["changed"] is True and not result.get("failed")
     assert result["fleet"][0]["stage"] == "preflight"
+    assert result["going_live"] is False      # a plain migration: the role skips its going-live steps
     assert result["steps"] == {"check": {"sites": 1, "changed": False}, "allow": {"sites": 1, "changed": True},
                                "create": {"sites": 1, "changed": True}}
     assert fb.PASSWORD not in json.dumps(result) and fake_api.api_key not in json.dumps(result)

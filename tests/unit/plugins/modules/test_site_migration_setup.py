@@ -26,7 +26,7 @@ def role_options():
 
 def test_the_documentation_parses_and_matches_the_spec(module_docs):
     doc, examples, returned = module_docs(site_migration_setup)
-    assert set(returned) == {"fleet", "steps"}
+    assert set(returned) == {"fleet", "going_live", "steps"}
 
 
 def test_the_examples_argument_spec_is_the_roles():
