@@ -209,6 +209,7 @@ REL_PARTS := crash=tests/reliability/test_rel_webhook_crash.py \
 reliability: $(SETUP)
 	@rm -f $(BUILD)/skipped/$@; mkdir -p $(BUILD)/reliability; rm -f $(BUILD)/reliability/*
 	@run() { PATH="$(ROOT)/$(VENV)/bin:$$PATH" RELIABILITY_SUMMARY_JSON=$(BUILD)/reliability/$$1.json \
+		TEST_CPU_LOG=$(ROOT)/$(BUILD)/reliability/$$1-cpu.tsv \
 		$(VENV)/bin/python -m pytest -q -rx -p no:cacheprovider "$${@:2}" > $(BUILD)/reliability/$$1.log 2>&1; }; \
 	names=""; pids=""; rest=""; \
 	for part in $(REL_PARTS); do \

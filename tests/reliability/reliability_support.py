@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EMULATOR_DIR = ROOT / "tests" / "support" / "emulator"
 SUPPORT_DIR = ROOT / "tests" / "support"     # webhook_harness
 SOURCE_FILE = ROOT / "extensions" / "eda" / "plugins" / "event_source" / "webhook.py"
-ACTION_DIR = ROOT / "tests" / "integration" / "targets" / "setup_emulator" / "action_plugins"   # emulator_hook
 for _path in (EMULATOR_DIR, SUPPORT_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
@@ -240,7 +239,7 @@ def ansible_env(base, out_dir, name, extra=None):
     return playbooks.ansible_env(base, home=out_dir, clean=True, **{
         "ANSIBLE_CALLBACK_PLUGINS": str(playbooks.CALLBACK_DIR),
         "ANSIBLE_CALLBACKS_ENABLED": "reliability_json",
-        "ANSIBLE_ACTION_PLUGINS": str(ACTION_DIR),
+        "ANSIBLE_ACTION_PLUGINS": str(playbooks.EMULATOR_HOOK_DIR),
         "ANSIBLE_LOG_PATH": str(Path(out_dir) / ("%s.ansible.log" % name)),
         "RELIABILITY_JSON_OUT": str(Path(out_dir) / ("%s.callback.jsonl" % name)),
         **(extra or {})})

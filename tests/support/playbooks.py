@@ -12,6 +12,7 @@ tests/system, tests/reliability, tests/support (webhook_harness) and the benchma
   out the user's ``ansible.cfg`` and the service's environment variables (so a run can only use what
   the test gave it);
 - :func:`run_playbook`: one ansible-playbook process with captured output; :func:`play_recap` reads its recap;
+- :data:`EMULATOR_HOOK_DIR`: the ``emulator_hook`` action, for ANSIBLE_ACTION_PLUGINS;
 - :data:`CALLBACK_DIR`: the suites' callback plugins (``callback_plugins/``, one JSON-lines shape:
   ``jsonl_callback.py``).
 """
@@ -30,6 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CALLBACK_DIR = Path(__file__).resolve().parent / "callback_plugins"
+# The emulator_hook action (the emulator's /_emulator hooks from a play, in the controller process): the integration
+# targets' setup_emulator role holds it; other suites' plays get it through ANSIBLE_ACTION_PLUGINS.
+EMULATOR_HOOK_DIR = ROOT / "tests" / "integration" / "targets" / "setup_emulator" / "action_plugins"
 
 # the service's settings a module reads from the environment: a clean run must not inherit them
 SERVICE_ENV = ("WPCLOUD_API_URL", "WPCLOUD_API_KEY", "WPCLOUD_CA_PATH", "WPCLOUD_WEBHOOK_HMAC_KEYS")

@@ -16,7 +16,7 @@ import secrets
 import pytest
 import variants
 
-from playbooks import emulator_vars, run_playbook
+from playbooks import EMULATOR_HOOK_DIR, ansible_env, emulator_vars, run_playbook
 from test_module_execution import PLAY
 
 # Which switches are the going-live ones: those after job_words in the emulator's table.
@@ -45,9 +45,7 @@ WINDOWS = {
 
 MARK = """
     - name: Mark the request log ({name})
-      ansible.builtin.uri:
-        url: "{{{{ emulator_url }}}}/_emulator/requests"
-        ca_path: "{{{{ wpcloud_ca_path }}}}"
+      emulator_hook: {{path: requests}}
       register: {name}
 """
 
@@ -71,12 +69,7 @@ PLAYBOOK = PLAY + """
       register: cutover_again
 """ + MARK.format(name="mark_b") + """
     - name: DNS arrives
-      ansible.builtin.uri:
-        url: "{{ emulator_url }}/_emulator/dns"
-        method: POST
-        body_format: json
-        body: {domain: "{{ item }}", arrived: true}
-        ca_path: "{{ wpcloud_ca_path }}"
+      emulator_hook: {path: dns, method: POST, body: {domain: "{{ item }}", arrived: true}}
       loop: ["{{ prod }}", "www.{{ prod }}"]
 
     - name: Wait for the certificates
@@ -87,9 +80,7 @@ PLAYBOOK = PLAY + """
       delay: 1
 
     - name: Read where the site's files and database are
-      ansible.builtin.uri:
-        url: "{{ emulator_url }}/_emulator/sites/{{ site }}"
-        ca_path: "{{ wpcloud_ca_path }}"
+      emulator_hook: {path: "sites/{{ site }}"}
       register: emulated
 
     - name: The content before the refresh
@@ -155,9 +146,11 @@ def test_the_road_to_live_whatever_the_reading(emu, tmp_path, profile):
     playbook = tmp_path / "golive.yml"
     playbook.write_text(PLAYBOOK)
     results_file = tmp_path / "results.json"
-    given = dict(emulator_vars(emu), emulator_url=emu.url, results_file=str(results_file), site=site, staging=staging,
-                 prod=prod)
-    proc, output = run_playbook(tmp_path, playbook, given, check=False, timeout=600)
+    given = dict(emulator_vars(emu), wpcloud_emulator_url=emu.url, results_file=str(results_file), site=site,
+                 staging=staging, prod=prod)
+    # The emulator's hooks in the controller process (a uri task started a module process each).
+    env = ansible_env(tmp_path, ANSIBLE_ACTION_PLUGINS=EMULATOR_HOOK_DIR)
+    proc, output = run_playbook(tmp_path, playbook, given, env=env, check=False, timeout=600)
     assert proc.returncode == 0, output[-6000:]
     r = json.loads(results_file.read_text())
     log = emu.requests_log()
