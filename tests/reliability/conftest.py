@@ -12,10 +12,10 @@ import time
 import pytest
 
 import reliability_support as rs
-import cpu_per_test  # tests/support is on sys.path via reliability_support
 import sigterm_teardown
 import summary_table
-from cpu_per_test import pytest_runtest_protocol  # noqa: F401 pylint: disable=unused-import
+# tests/support is on sys.path via reliability_support
+from cpu_per_test import pytest_runtest_protocol, pytest_terminal_summary as cpu_summary  # noqa: F401 pylint: disable=unused-import
 from launcher import start_emulator  # tests/support/emulator is on sys.path via reliability_support
 
 ARTIFACT_ROOTS = []   # every directory whose files the final scan reads
@@ -95,7 +95,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     count["skipped"] = len(stats.get("skipped", []))
     count["error"] = len(stats.get("error", []))
     wall = time.monotonic() - _started
-    cpu_per_test.pytest_terminal_summary(terminalreporter, exitstatus, config)
+    cpu_summary(terminalreporter, exitstatus, config)
     rows = summary_table.rows(count, rs.SUMMARY, wall)
     terminalreporter.write_sep("=", "reliability summary")
     for line in summary_table.lines(rows):

@@ -1,10 +1,11 @@
 """A pytest plugin: the CPU each test costs (its own process and the processes it ran and waited for:
 ansible-playbook, ansible-rulebook's JVM, sshd ...), where ``--durations`` shows only the wall time.
 
-The suites are CPU-bound side by side on a small machine (docs/contributing.md, "How long make test takes"), so
-the CPU, not the wall time, says which test to make cheaper. With ``TEST_CPU_LOG`` set (make system and make
-support set it), every process of the session (each pytest-xdist worker) appends ``nodeid<TAB>cpu<TAB>wall`` per
-test to that file, and the session's end prints the files and the tests that cost most. A process started by a
+The suites are CPU-bound side by side on a small machine (docs/contributing.md, "What `make test` costs"), so
+the CPU, not the wall time, says which test to make cheaper. With ``TEST_CPU_LOG`` set (make system, make support
+and each part of make reliability set it), every process of the session (each pytest-xdist worker) appends
+``nodeid<TAB>cpu<TAB>wall`` per test to that file, and the session's end prints the files and the tests that cost
+most. A process started by a
 session fixture and reaped at its teardown counts in the test whose teardown reaped it.
 
 A suite's conftest imports its two hooks (as sigterm_teardown's).
