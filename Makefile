@@ -46,7 +46,7 @@ help:
 	@echo "make system       pytest tests/system: the collection end to end (playbooks, role, runner, webhooks)"
 	@echo "make support      pytest tests/support/tests: the test doubles' own tests (emulator, source host, tools)"
 	@echo "make reliability  secret-leak scan, hostile inputs, fault injection, webhook attacks and crashes (summary table)"
-	@echo "make soak         long experiments out of make test: twenty random SIGKILLs of the webhook rulebook (10-15 min)"
+	@echo "make soak         long experiments out of make test: twenty random SIGKILLs of the webhook rulebook, a burst of 8 killed (10-15 min)"
 	@echo "make sanity       ansible-test sanity --venv with ansible-core 2.21 and 2.16"
 	@echo "make lint         ansible-lint (production profile)"
 	@echo "make gates        release gates: ansible-lint, galaxy-importer, antsibull-docs, docs site, changelog, ansible-builder"
@@ -225,8 +225,9 @@ reliability: $(SETUP)
 	exit $$rc
 
 # Long experiments out of make test, whose contract deterministic tests of make test pin at each point
-# (docs/reliability.md, "make soak"): the twenty random SIGKILLs of the webhook crash experiment, with the
-# final scan for the canaries and the summary table. Output in $(BUILD)/soak/ (the figures: soak.json). Its
+# (docs/reliability.md, "make soak"): the twenty random SIGKILLs of the webhook crash experiment and the burst
+# of 8 killed in its first playbook, with the final scan for the canaries and the summary table. Output in
+# $(BUILD)/soak/ (the figures: soak.json). Its
 # work directories stay in pytest's temporary directory: they hold links to this checkout, which a copy of
 # the checkout (ansible-rulebook copies a playbook's directory) would follow round and round.
 SOAK_TESTS := tests/reliability/test_rel_webhook_crash_soak.py

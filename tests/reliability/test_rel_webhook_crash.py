@@ -9,12 +9,14 @@ was not answered 200, and the wait until every accepted delivery's playbook has 
 task. Each repetition starts from the state the one before recovered (the restarted process).
 
 - In `make test`: one kill at each point, landed there on purpose (the kill waits for the state that
-  defines the point): during the deliveries, in a playbook before its record, in a playbook after its
-  record and before its acknowledgement, between actions. The other two points are
+  defines the point): during the deliveries, in a playbook before its record (with every delivery of
+  the burst answered and queued behind it: the issue's burst of 8 in small), in a playbook after its
+  record and before its acknowledgement, between actions. The other point is
   tests/system/test_webhook_crash.py's: a kill after the acknowledgement is written and before its
-  task ends, and a kill in the first playbook of a burst of 8 (7 deliveries queued behind it).
-- In `make soak`: the issue's experiment, twenty kills at random points stratified over the kill window
-  (test_rel_webhook_crash_soak.py); its last figures are in docs/reliability.md, section 5.
+  task ends.
+- In `make soak`: the issue's experiments, twenty kills at random points stratified over the kill window,
+  and the burst of 8 killed in its first playbook (test_rel_webhook_crash_soak.py); their last figures are
+  in docs/reliability.md, section 5.
 
 Figures (docs/reliability.md, section 5): lost deliveries (must be 0), playbooks run again, time to
 recover (from the restart until the last accepted delivery of the repetition is acknowledged).
@@ -46,9 +48,11 @@ def _kill_points(experiment):
         """a delivery of the burst answered 200 and the others still to come"""
         return any(s == 200 for s in statuses.values()) and len(statuses) < len(ids)
 
-    def before_the_record(ids, _statuses):
-        """a playbook of the burst started and its record not yet written"""
-        return [d for d in started(ids) if not experiment.record_path(d).exists()]
+    def before_the_record(ids, statuses):
+        """every delivery of the burst answered 200, and a playbook of it started and its record not yet
+        written: the others queued behind it"""
+        return (len(statuses) == len(ids) and set(statuses.values()) == {200}
+                and [d for d in started(ids) if not experiment.record_path(d).exists()])
 
     def before_the_acknowledgement(ids, _statuses):
         """a playbook of the burst wrote its record and not yet its acknowledgement"""
@@ -97,6 +101,16 @@ def test_each_kill_landed_where_it_was_aimed(kill_points):
     wrong = [(where, phase) for (where, phase), (_w, expected, _k, _g, _p) in zip(found, points)
              if expected not in phase]
     assert not wrong and len(found) == len(points), found
+
+
+def test_a_playbook_killed_before_its_record_had_the_whole_burst_queued_behind_it(kill_points):
+    """The issue's measurement in small (its burst of 8 is in `make soak`): the kill inside a playbook
+    found every delivery of the burst accepted, the ones behind it queued, and none of them was lost."""
+    experiment, _summary, points = kill_points
+    index = [where for where, _p, _k, _g, _w in points].index("in a playbook, before its record")
+    result = experiment.results[index]
+    assert result["accepted_before_kill"] == BURST and result["phase"].startswith("in a playbook"), result
+    assert result["lost"] == [] and result["recover_s"] is not None, result
 
 
 def test_a_playbook_killed_before_its_acknowledgement_runs_again_and_the_repeats_are_bounded(kill_points):
