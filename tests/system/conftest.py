@@ -22,12 +22,13 @@ from emulator_fixtures import emu, emulator, new_site  # noqa: E402,F401 pylint:
 from cpu_per_test import pytest_runtest_protocol, pytest_terminal_summary  # noqa: E402,F401 pylint: disable=unused-import,wrong-import-position
 from sigterm_teardown import pytest_configure  # noqa: E402,F401 pylint: disable=unused-import,wrong-import-position
 
-# The files that take longest (pytest --durations, summed per file; 2026-11-28), longest first; the others
-# follow in their usual order. A new long file belongs here.
-LONGEST_FIRST = ("test_role.py", "test_webhook_crash.py", "test_module_execution.py", "test_role_in_a_play.py",
-                 "test_first_hour.py", "test_service_variants.py", "test_golive_variants.py",
-                 "test_site_provisioned_rulebook.py", "test_examples.py", "test_webhook_ack.py",
-                 "test_getting_started.py", "test_webhook_disk_full.py", "test_go_live.py")
+# The files that take longest (wall time per file from the CPU per test report of `make test`, 2026-12-07),
+# longest first; the others follow in their usual order. A new long file belongs here.
+LONGEST_FIRST = ("test_role.py", "test_module_execution.py", "test_role_in_a_play.py", "test_first_hour.py",
+                 "test_service_variants.py", "test_webhook_crash.py", "test_site_provisioned_rulebook.py",
+                 "test_golive_variants.py", "test_examples.py", "test_webhook_ack.py", "test_getting_started.py",
+                 "test_go_live.py", "test_client_https.py", "test_role_credentials.py", "test_webhook_rulebook.py",
+                 "test_runner_slices.py", "test_webhook_disk_full.py")
 
 
 def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument

@@ -185,64 +185,71 @@ def _source_vars(host):
 AUTH_CASES = ["password", "key", "key_passphrase", "generated"]
 
 
-@pytest.mark.parametrize("auth", AUTH_CASES)
-def test_authentication_against_the_real_source_host(auth, run, ssh_emu, source_host):
-    site = _site(ssh_emu)
-    host = "dest-%s.example" % auth.replace("_", "-")
-    creds = {}
-    site_vars = {"site_migration_site": str(site), "site_migration_source_host": "source1",
-                 "site_migration_auth": "key" if auth.startswith("key") else auth}
-    if auth == "password":
-        creds = {"site_migration_remote_pass": source_host.password}
-    elif auth == "key":
-        creds = {"site_migration_ssh_id": Path(source_host.client_key).read_text()}
-    elif auth == "key_passphrase":
-        creds = {"site_migration_ssh_id": Path(source_host.passphrase_key).read_text(),
-                 "site_migration_ssh_id_pass": source_host.key_passphrase}
-    run.inventory(ssh_emu, {host: site_vars}, _source_vars(source_host))
-    if creds:
-        run.vault_host_vars(host, creds)
+def test_authentication_against_the_real_source_host(run, ssh_emu, source_host):
+    """Each way to authenticate, one site each, in one run against the real source host (sshd, rsync): the
+    migration is created with that authentication's credentials only, preflighted and run; the files and the
+    database arrive; no credential shows in the output or the report."""
+    sites, creds = {}, {}
+    for auth in AUTH_CASES:
+        host = "dest-%s.example" % auth.replace("_", "-")
+        sites[host] = {"site_migration_site": str(_site(ssh_emu)), "site_migration_source_host": "source1",
+                       "site_migration_auth": "key" if auth.startswith("key") else auth}
+        if auth == "password":
+            creds[host] = {"site_migration_remote_pass": source_host.password}
+        elif auth == "key":
+            creds[host] = {"site_migration_ssh_id": Path(source_host.client_key).read_text()}
+        elif auth == "key_passphrase":
+            creds[host] = {"site_migration_ssh_id": Path(source_host.passphrase_key).read_text(),
+                           "site_migration_ssh_id_pass": source_host.key_passphrase}
+    run.inventory(ssh_emu, sites, _source_vars(source_host))
+    for host, values in creds.items():
+        run.vault_host_vars(host, values)
     since = ssh_emu.requests_log()[-1]["seq"] if ssh_emu.requests_log() else 0
 
     proc = run.play(extra=["-v"])
     assert proc.returncode == 0, _explain(proc)
 
     report, by_host = run.last_report()
-    entry = by_host[host]
-    assert entry["result"] == "succeeded", entry
-    assert entry["auth"] == {"password": "password", "key": "key", "key_passphrase": "key-passphrase",
-                             "generated": "generated"}[auth]
-    assert entry["preflight"]["state"] == "success" and entry["run"]["state"] == "success"
-    assert run.state(str(site))["migration_id"] == entry["migration_id"]
-
     log = ssh_emu.requests_log(since)
-    creates = _writes(log, "migration.create")
-    assert len(creates) == 1
-    sent = set(creates[0]["params"])
-    expected = {"password": {"remote-pass"}, "key": {"ssh-id"}, "key_passphrase": {"ssh-id", "ssh-id-pass"},
-                "generated": set()}[auth]
-    assert sent & {"remote-pass", "ssh-id", "ssh-id-pass"} == expected
-    assert [e["endpoint"] for e in _writes(log)][-2:] == ["migration.preflight", "migration.ready"]
+    authorized = Path(source_host.home, ".ssh", "authorized_keys").read_text()
+    for auth, host in zip(AUTH_CASES, sites):
+        entry = by_host[host]
+        assert entry["result"] == "succeeded", entry
+        assert entry["auth"] == {"password": "password", "key": "key", "key_passphrase": "key-passphrase",
+                                 "generated": "generated"}[auth]
+        assert entry["preflight"]["state"] == "success" and entry["run"]["state"] == "success"
+        site = sites[host]["site_migration_site"]
+        assert run.state(site)["migration_id"] == entry["migration_id"]
+
+        creates = [e for e in _writes(log, "migration.create") if e["path"].rstrip("/").endswith("/" + site)]
+        assert len(creates) == 1, creates
+        sent = set(creates[0]["params"])
+        expected = {"password": {"remote-pass"}, "key": {"ssh-id"}, "key_passphrase": {"ssh-id", "ssh-id-pass"},
+                    "generated": set()}[auth]
+        assert sent & {"remote-pass", "ssh-id", "ssh-id-pass"} == expected, (auth, sent)
+        ids = {site, str(entry["migration_id"])}
+        mine = [e["endpoint"] for e in _writes(log) if e["path"].rstrip("/").rsplit("/", 1)[-1] in ids]
+        assert mine[-2:] == ["migration.preflight", "migration.ready"], (auth, mine)
+
+        if auth == "generated":
+            public = ssh_emu.api("migration/get/%s" % entry["migration_id"])[1]["data"]["ssh-id-pub"]
+            assert public in authorized
+            assert entry["key_installed"] is True
+            assert oct(os.stat(Path(source_host.home, ".ssh", "authorized_keys")).st_mode & 0o777) == "0o600"
+            source_host.unauthorize_key(public)
+        if HAS_SSH_EXECUTOR:
+            storage = Path(ssh_emu.site(int(site))["storage"])
+            assert _tree(storage / "files") == _tree(source_host.docroot)
+            dump = (storage / "db.sql").read_text()
+            for row in ("Hello from the source", "Second post", "Source Blog", "wp_users"):
+                assert row in dump
 
     # No secret anywhere in the output or the report.
-    for value in creds.values():
-        for line in value.strip().splitlines()[1:-1] or [value]:
-            assert line not in proc.stdout and line not in proc.stderr
-            assert line not in run.reports()[-1].read_text()
-
-    authorized = Path(source_host.home, ".ssh", "authorized_keys").read_text()
-    if auth == "generated":
-        public = ssh_emu.api("migration/get/%s" % entry["migration_id"])[1]["data"]["ssh-id-pub"]
-        assert public in authorized
-        assert entry["key_installed"] is True
-        assert oct(os.stat(Path(source_host.home, ".ssh", "authorized_keys")).st_mode & 0o777) == "0o600"
-        source_host.unauthorize_key(public)
-    if HAS_SSH_EXECUTOR:
-        storage = Path(ssh_emu.site(site)["storage"])
-        assert _tree(storage / "files") == _tree(source_host.docroot)
-        dump = (storage / "db.sql").read_text()
-        for row in ("Hello from the source", "Second post", "Source Blog", "wp_users"):
-            assert row in dump
+    for values in creds.values():
+        for value in values.values():
+            for line in value.strip().splitlines()[1:-1] or [value]:
+                assert line not in proc.stdout and line not in proc.stderr
+                assert line not in run.reports()[-1].read_text()
 
 
 def test_generated_identity_without_install_fails_preflight_with_auth_failed(run, ssh_emu, source_host):
