@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import threading
 from types import SimpleNamespace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -150,6 +151,10 @@ class FakeService(object):
         self.api_key = api_key
         self.url = URL
         self.log = []
+        # The modules' rounds send a fleet's calls from several threads (rounds.run_for_each, poller.follow):
+        # one request at a time changes the state, as one at a time is answered by a real server's
+        # transaction. Without it two threads took the same job ID (len(self.jobs) + 1) on a loaded machine.
+        self._lock = threading.RLock()
         self.verified = []
         self.sites = {}
         self.migrations = {}
@@ -260,6 +265,10 @@ class FakeService(object):
         return self._response(request, fault["status"], "fault", [], headers)
 
     def handle(self, request, layer="requests"):
+        with self._lock:
+            return self._handle(request, layer)
+
+    def _handle(self, request, layer):
         parts = urlsplit(request.url)
         assert parts.path.startswith(API_PREFIX), parts.path
         route = [(name, kind, match) for method, pattern, name, kind in ROUTES
