@@ -2,6 +2,7 @@
 delete-site's 412, an in-place restore compared byte for byte with what the backup copied, the signed
 on-demand-backup events, and every switch of section "Variants" that touches them; real HTTPS, real files."""
 
+import copy
 import os
 import shutil
 import time
@@ -10,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from file_tree import site_storage
-from golive_harness import HMAC_KEY, gl, live  # noqa: F401 pylint: disable=unused-import
+from golive_harness import HMAC_KEY, SHORT, gl, live  # noqa: F401 pylint: disable=unused-import
 from launcher import start_emulator
 from webhook_harness import ref_digest, wait_for
 
@@ -113,6 +114,11 @@ def test_quota_delete_and_the_412_of_delete_site(gl):
                                           % automatic["atomic_backup_id"])
     gl.refused(404, "POST", "on-demand-backup/delete/1003/%s" % fs_id)      # not 1003's
     gl.refused(404, "POST", "on-demand-backup/delete/1002/987654")
+    # the deletion takes 3 s here, not the harness's 0.2: the two calls below must come before it is done, and
+    # on a loaded machine (two make test runs side by side, 2026-12-07) they came after 0.2 s
+    slow_delete = copy.deepcopy(SHORT["backups"])
+    slow_delete["delete"]["duration"] = 3.0             # the next test's reset brings back 0.2
+    gl.emu.set_backups(slow_delete)
     answer = gl.ok("POST", "on-demand-backup/delete/1002/%s" % fs_id)
     assert set(answer) == {"atomic_backup_request_id"}
     assert "already queued" in gl.refused(400, "POST", "on-demand-backup/delete/1002/%s" % fs_id)
