@@ -221,15 +221,15 @@ def test_authentication_against_the_real_source_host(run, ssh_emu, source_host):
         site = sites[host]["site_migration_site"]
         assert run.state(site)["migration_id"] == entry["migration_id"]
 
-        creates = [e for e in _writes(log, "migration.create") if e["path"].rstrip("/").endswith("/" + site)]
+        ids = {site, str(entry["migration_id"])}           # the last part of the path of this site's writes
+        mine = [e for e in _writes(log) if e["path"].rstrip("/").rsplit("/", 1)[-1] in ids]
+        creates = [e for e in mine if e["endpoint"] == "migration.create"]
         assert len(creates) == 1, creates
         sent = set(creates[0]["params"])
         expected = {"password": {"remote-pass"}, "key": {"ssh-id"}, "key_passphrase": {"ssh-id", "ssh-id-pass"},
                     "generated": set()}[auth]
         assert sent & {"remote-pass", "ssh-id", "ssh-id-pass"} == expected, (auth, sent)
-        ids = {site, str(entry["migration_id"])}
-        mine = [e["endpoint"] for e in _writes(log) if e["path"].rstrip("/").rsplit("/", 1)[-1] in ids]
-        assert mine[-2:] == ["migration.preflight", "migration.ready"], (auth, mine)
+        assert [e["endpoint"] for e in mine][-2:] == ["migration.preflight", "migration.ready"], (auth, mine)
 
         if auth == "generated":
             public = ssh_emu.api("migration/get/%s" % entry["migration_id"])[1]["data"]["ssh-id-pub"]
@@ -245,11 +245,12 @@ def test_authentication_against_the_real_source_host(run, ssh_emu, source_host):
                 assert row in dump
 
     # No secret anywhere in the output or the report.
+    report_text = run.reports()[-1].read_text()
     for values in creds.values():
         for value in values.values():
             for line in value.strip().splitlines()[1:-1] or [value]:
                 assert line not in proc.stdout and line not in proc.stderr
-                assert line not in run.reports()[-1].read_text()
+                assert line not in report_text
 
 
 def test_generated_identity_without_install_fails_preflight_with_auth_failed(run, ssh_emu, source_host):

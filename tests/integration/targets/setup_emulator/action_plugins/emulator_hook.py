@@ -59,14 +59,14 @@ class ActionModule(ActionBase):
         return result
 
     def _mark(self, result, args, task_vars, since):
-        answer = self._call(dict(args, path="requests"), task_vars)
+        # the emulator keeps only the requests after the mark itself (GET requests?since=N)
+        mark = int(self._templar.template(task_vars["request_mark"])) if since else 0
+        answer = self._call(dict(args, path="requests?since=%d" % mark), task_vars)
         if answer.get("failed"):
             return dict(result, **answer)
         requests = answer["json"]["requests"]
         if since:
-            mark = int(self._templar.template(task_vars["request_mark"]))
-            after = [r for r in requests if r["seq"] > mark]
-            facts = {"requests_since": after, "writes_since": [r["endpoint"] for r in after if r["write"]]}
+            facts = {"requests_since": requests, "writes_since": [r["endpoint"] for r in requests if r["write"]]}
         else:
             facts = {"request_mark": max([r["seq"] for r in requests] or [0])}
         # as ansible.builtin.set_fact sets them (plain variables of the host, not cached facts)
