@@ -577,7 +577,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             if name == "requests" and method == "GET":
                 since = dict(parse_qsl(query)).get("since", "0")
-                self._send(200, {"requests": srv.requests.since(int(since) if since.isdigit() else 0)})
+                # clock: a point after every request listed; one answered before it may still be logged after
+                clock = srv.requests.tick()
+                self._send(200, {"requests": srv.requests.since(int(since) if since.isdigit() else 0), "clock": clock})
             elif name == "faults" and method == "POST":
                 rules = body.get("rules")
                 if not isinstance(rules, list):

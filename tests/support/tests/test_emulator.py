@@ -677,6 +677,11 @@ def test_request_log_never_holds_values(emu, new_site):
     assert all(e["received"] < e["answered"] for e in log)
     assert all(a["answered"] < b["received"] for a, b in zip(log, log[1:]))
     assert [e["seq"] for e in log] == sorted(e["seq"] for e in log)
+    # the listing's clock comes after every request listed and before any later one (a test's mark)
+    clock = emu._hook("GET", "requests")["clock"]
+    assert clock > max(e["answered"] for e in log)
+    call(emu, "GET", "site-meta/%s/allow_site_migration/get" % new_site())
+    assert [e["received"] > clock for e in emu.requests_log()] == [False] * len(log) + [True]
     server_log = open(os.path.join(emu.workdir, "emulator.log"), encoding="utf-8").read()
     for secret in secrets_sent + [emu.api_key]:
         assert secret not in server_log

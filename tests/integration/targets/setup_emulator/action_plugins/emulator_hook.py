@@ -5,7 +5,8 @@
 # targets' tasks are these calls (tests/integration/README.md).
 #   emulator_hook: {path: requests}                                  GET /_emulator/requests; the answer in .json
 #   emulator_hook: {path: sites, method: POST, body: {...}, status_code: [200, 201]}
-#   emulator_hook: {mark: true}         sets request_mark: where the request log ends now
+#   emulator_hook: {mark: true}         sets request_mark (where the request log ends now) and request_mark_clock
+#                                       (the emulator's clock then: what arrives after it is the tasks' own)
 #   emulator_hook: {since_mark: true}   sets requests_since (every request after request_mark) and writes_since
 #                                       (their write endpoints), to prove what a task sent or did not send
 # mark and since_mark are one task each where an include of two tasks (the read, then a set_fact whose
@@ -66,9 +67,13 @@ class ActionModule(ActionBase):
             return dict(result, **answer)
         requests = answer["json"]["requests"]
         if since:
+            # a request of the tasks before the mark, answered then but logged after it, is not theirs
+            clock = int(self._templar.template(task_vars["request_mark_clock"]))
+            requests = [r for r in requests if r["received"] > clock]
             facts = {"requests_since": requests, "writes_since": [r["endpoint"] for r in requests if r["write"]]}
         else:
-            facts = {"request_mark": max([r["seq"] for r in requests] or [0])}
+            facts = {"request_mark": max([r["seq"] for r in requests] or [0]),
+                     "request_mark_clock": answer["json"]["clock"]}
         # as ansible.builtin.set_fact sets them (plain variables of the host, not cached facts)
         self.register_host_variables({}, VariableLayer.CACHEABLE_FACT)
         self.register_host_variables(facts, VariableLayer.EPHEMERAL_FACT)
