@@ -56,7 +56,9 @@ def test_disk_full_answers_503_and_the_retry_is_processed(tmp_path):
     # had the first delivery handed over 3-5 times, and those runs queued ahead of the next ones.
     rulebook_vars["wpcloud_webhook_ack_timeout"] = 30
     (tmp_path / "vars.yml").write_text(json.dumps(rulebook_vars))
-    bodies = [wh.signed(KEY, "site_provisioned", 5500 + n) for n in range(16)]
+    # Bodies of about 1.3 KB (a note in their data): one more record fits in the block of the first (258-byte
+    # bodies: five), and each stored delivery runs a playbook (about 1.3 CPU-s each).
+    bodies = [wh.signed(KEY, "site_provisioned", 5500 + n, data={"note": "x" * 1000}) for n in range(16)]
     ids = [wh.delivery_id_of(b) for b in bodies]
     inside = None
 
