@@ -306,5 +306,9 @@ def test_on_2_16_the_role_reads_the_plays_module_defaults_and_strategy(run, emu)
         "did you mean site_migration_remote_user?" in " ".join(proc.stderr.split())
     proc = run_216(run, play(run, {GROUP: connection(emu)}, strategy="free"))
     assert proc.returncode != 0
-    assert " ".join(proc.stdout.split()).count("the play runs with strategy free") >= len(sites), _explain(proc)
+    # as on 2.21 (test_strategy_free_writes_nothing_and_says_what_to_use): the first refusal of the run_once setup
+    # marks every host failed, so a site still before that task never says why (a loaded machine: 1 of 2 said it)
+    assert " ".join(proc.stdout.split()).count("the play runs with strategy free") >= 1, _explain(proc)
+    recap = play_recap(proc.stdout)
+    assert any(recap[h]["failed"] == 1 for h in sites) and all(recap[h]["changed"] == 0 for h in sites), recap
     assert emu.requests_log(since) == []
