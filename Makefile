@@ -88,12 +88,12 @@ tree: $(VENV)/.installed
 # ---------------------------------------------------------------- test suites
 
 # `make test` runs setup once, then its suites side by side in lanes; the suites of a lane run one after the
-# other. The suites are CPU-bound together on 2 cores (about 960 CPU-s in about 495 s), so the lanes are
-# balanced by the CPU each suite uses (user+sys of its whole process tree; medians of three runs alone,
-# 2026-12-07, docs/contributing.md): system 401 CPU-s (its own three workers); reliability 120 then support 57
-# (both mostly waiting: fault windows, rulebook restarts, emulators and source hosts starting); units 48 then
-# integration 82 (they share the collection copy's tests/output; integration in a copy of its own from the start
-# was slower: 535 s against 499 s); the release gates 72 then sanity-2.21 88; sanity-2.16 84 (each sanity run in
+# other. The suites are CPU-bound together on 2 cores (about 840 CPU-s in about 445 s), so the lanes are
+# balanced by the CPU each suite uses (user+sys of its whole process tree; medians of three fresh-clone runs alone,
+# 2026-12-07, docs/contributing.md): system 338 CPU-s (its own three workers); reliability 113 then support 46
+# (both mostly waiting: fault windows, rulebook restarts, emulators and source hosts starting); units 43 then
+# integration 69 (they share the collection copy's tests/output; integration in a copy of its own from the start
+# was slower: 535 s against 499 s); the release gates 63 then sanity-2.21 74; sanity-2.16 75 (each sanity run in
 # a copy of its own). Each
 # suite's output goes to $(BUILD)/test-logs/<suite>.log, printed whole at the end in the order of SUITES,
 # with a line per suite as it ends (its wall time and CPU-s: user+sys of the suite's process tree, from bash's
