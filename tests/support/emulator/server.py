@@ -577,9 +577,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             if name == "requests" and method == "GET":
                 since = dict(parse_qsl(query)).get("since", "0")
-                # clock: a point after every request listed; one answered before it may still be logged after
-                clock = srv.requests.tick()
-                self._send(200, {"requests": srv.requests.since(int(since) if since.isdigit() else 0), "clock": clock})
+                listed = srv.requests.since(int(since) if since.isdigit() else 0)
+                # clock, taken after the listing: every listed request was answered before it (it is logged after
+                # answering); one answered before it may still be logged after, with ``received`` below it
+                self._send(200, {"requests": listed, "clock": srv.requests.tick()})
             elif name == "faults" and method == "POST":
                 rules = body.get("rules")
                 if not isinstance(rules, list):
